@@ -1,0 +1,69 @@
+# bloomfilter: a PostgreSQL extension, built with PGXS.
+#   make demo   set up everything on a fresh Debian machine and run the seed scenario
+#   make test   unit tests, sanitizers and the pg_regress suite on a throwaway cluster
+#   make bench  benchmarks, printed as ratios measured side by side
+
+EXTENSION = bloomfilter
+MODULE_big = bloomfilter
+CORE_OBJS = src/core/bloom.o
+OBJS = $(CORE_OBJS) src/pg/glue.o src/pg/filter_cache.o src/pg/bloom_type.o src/pg/bloom_ops.o \
+       src/pg/bloom_agg.o
+DATA = bloomfilter--1.0.sql
+REGRESS = seed types functions aggregates storage errors
+REGRESS_OPTS = --inputdir=. --outputdir=$(CURDIR)/build/regress
+
+PG_CONFIG ?= pg_config
+PG_CXXFLAGS = -std=c++17 -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
+              -Wno-register  # PostgreSQL's headers use `register`, removed in C++17
+SHLIB_LINK = -lstdc++
+# No JIT bitcode: the functions are small calls, and it avoids needing a matching clang.
+override with_llvm = no
+
+EXTRA_CLEAN = build
+
+PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
+ifeq ($(PGXS),)
+# No server headers yet: only the targets that install them work.
+all install installcheck:
+	@echo "pg_config not found: run 'make deps' (or see README.md)" >&2; exit 1
+else
+include $(PGXS)
+endif
+
+.PHONY: deps demo test unit-test regress-test bench
+
+deps:
+	@test/bootstrap.sh
+
+# The core's unit tests, plain and under AddressSanitizer + UndefinedBehaviorSanitizer.
+UNIT_SOURCES = test/unit/core_test.cpp src/core/bloom.cpp
+build/unit_test: $(UNIT_SOURCES) src/core/bloom.hpp
+	@mkdir -p build
+	g++ -std=c++17 -O2 -Wall -Wextra -o $@ $(UNIT_SOURCES) -lgtest -lgtest_main -pthread
+build/unit_test_sanitized: $(UNIT_SOURCES) src/core/bloom.hpp
+	@mkdir -p build
+	clang++-14 -std=c++17 -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all \
+	  -fno-omit-frame-pointer -o $@ $(UNIT_SOURCES) -lgtest -lgtest_main -pthread
+
+unit-test: build/unit_test build/unit_test_sanitized
+	build/unit_test
+	build/unit_test_sanitized
+
+regress-test:
+	test/run-regress.sh
+
+test: deps
+	$(MAKE) all
+	test/install.sh
+	$(MAKE) unit-test
+	$(MAKE) regress-test
+
+demo: deps
+	$(MAKE) all
+	test/install.sh
+	test/demo.sh
+
+bench: deps
+	$(MAKE) all
+	test/install.sh
+	bench/run.sh

@@ -1,0 +1,253 @@
+// Sizing, header encoding and validation, union and statistics for the blocked Bloom filter.
+#include "bloom.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace bloomfilter {
+
+const char *status_message(Status status) {
+    switch (status) {
+        case Status::ok: return "ok";
+        case Status::capacity_out_of_range: return "capacity must be at least 1";
+        case Status::error_rate_out_of_range:
+            return "error_rate must be greater than 0 and less than 1";
+        case Status::too_large:
+            return "the filter would exceed the 1 GB limit of a PostgreSQL value";
+        case Status::truncated: return "the value is shorter than a bloom header";
+        case Status::bad_magic: return "the value does not start with the bloom magic \"BLOM\"";
+        case Status::unsupported_version: return "unsupported bloom format version";
+        case Status::bad_block_size: return "the block size in the header is out of range";
+        case Status::bad_parameters: return "capacity or error_rate in the header is out of range";
+        case Status::inconsistent_sizing:
+            return "hashes or blocks in the header do not match capacity and error_rate";
+        case Status::bad_length: return "the value's length does not match its number of blocks";
+        case Status::capacity_mismatch: return "the filters have different capacity";
+        case Status::error_rate_mismatch: return "the filters have different error_rate";
+    }
+    return "unknown status";
+}
+
+uint64_t optimal_bits(uint64_t capacity, double error_rate) {
+    const double ln2 = std::log(2.0);
+    double m = std::ceil(-(double(capacity) * std::log(error_rate)) / (ln2 * ln2));
+    if (!(m <= double(kMaxBits))) return std::numeric_limits<uint64_t>::max();
+    return m < 1 ? 1 : uint64_t(m);
+}
+
+// Keys are spread over blocks unevenly, and a fuller block answers "maybe" more often. The cost
+// grows about as k^3 / block size: 4096-bit blocks cost ~2.7% of the rate at k = 7, so blocks grow
+// as (k / 7)^3 beyond that. A filter that fits one block uses the smallest power of two holding m.
+uint32_t block_log2_for(uint32_t hashes, uint64_t bits) {
+    double wanted = 4096.0 * std::pow(double(hashes) / 7.0, 3.0);
+    uint32_t log2 = kMinBlockLog2;
+    while (log2 < kMaxBlockLog2 && double(uint64_t(1) << log2) < wanted &&
+           (uint64_t(1) << log2) < bits)
+        log2++;
+    return log2;
+}
+
+// m is rounded up by 0.5% before it is cut into blocks: that buys back the blocked layout's
+// cost, so the measured rate stays within 1.05 x error_rate. Filters of at least 200 blocks end
+// up less than 1% above the seed's m; smaller ones are rounded up to whole blocks.
+Status size_filter(uint64_t capacity, double error_rate, Parameters *out) {
+    if (capacity < 1) return Status::capacity_out_of_range;
+    if (!(error_rate > 0.0 && error_rate < 1.0)) return Status::error_rate_out_of_range;
+    uint64_t bits = optimal_bits(capacity, error_rate);
+    if (bits > kMaxBits) return Status::too_large;
+    double k = std::round(double(bits) / double(capacity) * std::log(2.0));
+    if (k < 1) k = 1;
+    if (k > 65535) return Status::too_large;  // only for error rates near the smallest double
+    uint32_t log2 = block_log2_for(uint32_t(k), bits);
+    double padded = std::ceil(double(bits) * 1.005);
+    uint64_t blocks = (uint64_t(padded) + (uint64_t(1) << log2) - 1) >> log2;
+    if (kHeaderBytes + (blocks << (log2 - 3)) > kMaxEncodedBytes) return Status::too_large;
+    out->capacity = capacity;
+    out->error_rate = error_rate;
+    out->hashes = uint32_t(k);
+    out->block_log2 = log2;
+    out->blocks = uint32_t(blocks);
+    return Status::ok;
+}
+
+static double load_double(const uint8_t *p) {
+    uint64_t raw = load_u64(p);
+    double d;
+    std::memcpy(&d, &raw, 8);
+    return d;
+}
+
+static void store_double(uint8_t *p, double d) {
+    uint64_t raw;
+    std::memcpy(&raw, &d, 8);
+    store_u64(p, raw);
+}
+
+Status read_header(const uint8_t *data, size_t available, uint64_t total_length, Header *out) {
+    if (available < kHeaderBytes || total_length < kHeaderBytes) return Status::truncated;
+    if (std::memcmp(data + kOffsetMagic, kMagic, sizeof kMagic) != 0) return Status::bad_magic;
+    if (data[kOffsetVersion] != kFormatVersion) return Status::unsupported_version;
+    uint64_t capacity = load_u64(data + kOffsetCapacity);
+    double error_rate = load_double(data + kOffsetErrorRate);
+    Parameters expected;
+    Status sized = size_filter(capacity, error_rate, &expected);
+    if (sized == Status::capacity_out_of_range || sized == Status::error_rate_out_of_range)
+        return Status::bad_parameters;
+    if (sized != Status::ok) return sized;
+    if (data[kOffsetBlockLog2] < kMinBlockLog2 || data[kOffsetBlockLog2] > kMaxBlockLog2)
+        return Status::bad_block_size;
+    if (load_u16(data + kOffsetHashes) != expected.hashes ||
+        data[kOffsetBlockLog2] != expected.block_log2 ||
+        load_u32(data + kOffsetBlocks) != expected.blocks)
+        return Status::inconsistent_sizing;
+    if (total_length != expected.encoded_bytes()) return Status::bad_length;
+    out->parameters = expected;
+    out->inserted = load_u64(data + kOffsetInserted);
+    return Status::ok;
+}
+
+void write_empty(const Parameters &parameters, uint8_t *out) {
+    std::memset(out, 0, parameters.encoded_bytes());
+    std::memcpy(out + kOffsetMagic, kMagic, sizeof kMagic);
+    out[kOffsetVersion] = uint8_t(kFormatVersion);
+    out[kOffsetBlockLog2] = uint8_t(parameters.block_log2);
+    store_u16(out + kOffsetHashes, uint16_t(parameters.hashes));
+    store_u32(out + kOffsetBlocks, parameters.blocks);
+    store_u64(out + kOffsetCapacity, parameters.capacity);
+    store_double(out + kOffsetErrorRate, parameters.error_rate);
+    store_u64(out + kOffsetInserted, 0);
+}
+
+uint64_t read_inserted(const uint8_t *data) { return load_u64(data + kOffsetInserted); }
+void write_inserted(uint8_t *data, uint64_t inserted) { store_u64(data + kOffsetInserted, inserted); }
+
+void add_inserted(uint8_t *data, uint64_t count) {
+    uint64_t now = read_inserted(data);
+    uint64_t sum = now + count;
+    write_inserted(data, sum < now ? std::numeric_limits<uint64_t>::max() : sum);
+}
+
+Status check_compatible(const Header &a, const Header &b) {
+    if (a.parameters.capacity != b.parameters.capacity) return Status::capacity_mismatch;
+    // Compare bit patterns: the same double written by two programs must be bit-identical.
+    uint64_t ra, rb;
+    std::memcpy(&ra, &a.parameters.error_rate, 8);
+    std::memcpy(&rb, &b.parameters.error_rate, 8);
+    if (ra != rb) return Status::error_rate_mismatch;
+    return Status::ok;
+}
+
+void union_bits(uint8_t *dst, const uint8_t *src, uint64_t begin, uint64_t end) {
+    uint8_t *d = dst + kHeaderBytes;
+    const uint8_t *s = src + kHeaderBytes;
+    for (uint64_t i = begin; i < end; i++) d[i] |= s[i];
+}
+
+void union_inserted(uint8_t *dst, const uint8_t *src) { add_inserted(dst, read_inserted(src)); }
+
+Statistics statistics(const uint8_t *data, const Header &header) {
+    Statistics stats;
+    const Parameters &p = header.parameters;
+    const double k = p.hashes, block_bits = double(uint64_t(1) << p.block_log2);
+    const uint64_t words = p.block_bytes() / 8;
+    double error_sum = 0, count_sum = 0;
+    for (uint32_t b = 0; b < p.blocks; b++) {
+        const uint8_t *block = data + block_offset(b, p.block_log2);
+        uint64_t set = 0;
+        for (uint64_t w = 0; w < words; w++) {
+            uint64_t word;
+            std::memcpy(&word, block + 8 * w, 8);
+            set += uint64_t(__builtin_popcountll(word));
+        }
+        stats.bits_set += set;
+        double fill = double(set) / block_bits;
+        // A key absent from the filter is a false positive when all k of its bits, all in one
+        // block, are set: the exact expectation for a blocked filter is the mean of fill^k.
+        error_sum += std::pow(fill, k);
+        count_sum += set == uint64_t(block_bits) ? std::numeric_limits<double>::infinity()
+                                                 : -(block_bits / k) * std::log1p(-fill);
+    }
+    stats.fill = double(stats.bits_set) / double(p.bits());
+    stats.estimated_error_rate = error_sum / p.blocks;
+    stats.estimated_count = count_sum;
+    return stats;
+}
+
+static bool hash_less(const Hash128 &a, const Hash128 &b) {
+    return a.high != b.high ? a.high < b.high : a.low < b.low;
+}
+static bool hash_equal(const Hash128 &a, const Hash128 &b) {
+    return a.high == b.high && a.low == b.low;
+}
+
+// An in-place MSD radix pass on the top bits of the (uniformly random) high half puts every
+// hash into its bucket (American flag sort), then each small bucket is sorted in cache and
+// deduplicated. No memory beyond two small tables on the stack.
+size_t sort_unique(Hash128 *hashes, size_t count) {
+    constexpr int kMaxBucketBits = 11;
+    if (count < 1024) {
+        std::sort(hashes, hashes + count, hash_less);
+        return size_t(std::unique(hashes, hashes + count, hash_equal) - hashes);
+    }
+    int bits = 1;
+    while (bits < kMaxBucketBits && (count >> (bits + 6)) > 0) bits++;
+    const size_t buckets = size_t(1) << bits;
+    const int shift = 64 - bits;
+    size_t start[size_t(1) << kMaxBucketBits], next[size_t(1) << kMaxBucketBits];
+    std::memset(start, 0, sizeof(size_t) * buckets);
+    for (size_t i = 0; i < count; i++) start[hashes[i].high >> shift]++;
+    size_t offset = 0;
+    for (size_t b = 0; b < buckets; b++) {
+        size_t size = start[b];
+        start[b] = next[b] = offset;
+        offset += size;
+    }
+    for (size_t b = 0; b < buckets; b++) {
+        const size_t end = b + 1 < buckets ? start[b + 1] : count;
+        while (next[b] < end) {
+            size_t dest = hashes[next[b]].high >> shift;
+            if (dest == b) next[b]++;
+            else std::swap(hashes[next[b]], hashes[next[dest]++]);
+        }
+    }
+    size_t kept = 0;
+    for (size_t b = 0; b < buckets; b++) {
+        const size_t end = b + 1 < buckets ? start[b + 1] : count;
+        std::sort(hashes + start[b], hashes + end, hash_less);
+        Hash128 *last = std::unique(hashes + start[b], hashes + end, hash_equal);
+        size_t unique = size_t(last - (hashes + start[b]));
+        std::memmove(hashes + kept, hashes + start[b], unique * sizeof(Hash128));
+        kept += unique;
+    }
+    return kept;
+}
+
+void encode_hex(const uint8_t *data, size_t length, char *out) {
+    static const char digits[] = "0123456789abcdef";
+    *out++ = '\\';
+    *out++ = 'x';
+    for (size_t i = 0; i < length; i++) {
+        *out++ = digits[data[i] >> 4];
+        *out++ = digits[data[i] & 15];
+    }
+}
+
+static int hex_value(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+bool decode_hex(const char *text, size_t length, uint8_t *out) {
+    if (length < 2 || text[0] != '\\' || text[1] != 'x' || (length - 2) % 2 != 0) return false;
+    for (size_t i = 2; i < length; i += 2) {
+        int high = hex_value(text[i]), low = hex_value(text[i + 1]);
+        if (high < 0 || low < 0) return false;
+        *out++ = uint8_t(high << 4 | low);
+    }
+    return true;
+}
+
+}  // namespace bloomfilter

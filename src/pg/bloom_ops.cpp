@@ -1,0 +1,159 @@
+// bloom_add, bloom_contains, bloom_union and bloom_shard for text, bytea, bigint and uuid keys
+// and arrays of them. Inputs are never modified: bloom_add and bloom_union return a new value.
+#include "glue.hpp"
+
+using namespace bloomfilter;
+
+extern "C" {
+PG_FUNCTION_INFO_V1(bloom_add_text);
+PG_FUNCTION_INFO_V1(bloom_add_bytea);
+PG_FUNCTION_INFO_V1(bloom_add_int8);
+PG_FUNCTION_INFO_V1(bloom_add_uuid);
+PG_FUNCTION_INFO_V1(bloom_add_array);
+PG_FUNCTION_INFO_V1(bloom_contains_text);
+PG_FUNCTION_INFO_V1(bloom_contains_bytea);
+PG_FUNCTION_INFO_V1(bloom_contains_int8);
+PG_FUNCTION_INFO_V1(bloom_contains_uuid);
+PG_FUNCTION_INFO_V1(bloom_contains_array);
+PG_FUNCTION_INFO_V1(bloom_union);
+PG_FUNCTION_INFO_V1(bloom_shard_text);
+PG_FUNCTION_INFO_V1(bloom_shard_bytea);
+PG_FUNCTION_INFO_V1(bloom_shard_int8);
+PG_FUNCTION_INFO_V1(bloom_shard_uuid);
+}
+
+// How many array elements or bytes are processed between checks for query cancel.
+constexpr int kElementsPerInterruptCheck = 4096;
+constexpr uint64_t kBytesPerInterruptCheck = 1 << 20;
+
+// bloom_add(NULL, x) is NULL; bloom_add(f, NULL) is f, so an UPDATE with a NULL key keeps the
+// filter.
+static Datum add_key(FunctionCallInfo fcinfo, KeyKind kind) {
+    if (PG_ARGISNULL(0)) PG_RETURN_NULL();
+    if (PG_ARGISNULL(1)) PG_RETURN_DATUM(PG_GETARG_DATUM(0));
+    Header header;
+    struct varlena *filter = copy_filter(PG_GETARG_DATUM(0), &header);
+    FilterRef::of(bloom_bytes(filter), header.parameters).add(hash_key(PG_GETARG_DATUM(1), kind));
+    add_inserted(bloom_bytes(filter), 1);
+    PG_RETURN_POINTER(filter);
+}
+
+extern "C" Datum bloom_add_text(PG_FUNCTION_ARGS) { return add_key(fcinfo, KeyKind::bytes); }
+extern "C" Datum bloom_add_bytea(PG_FUNCTION_ARGS) { return add_key(fcinfo, KeyKind::bytes); }
+extern "C" Datum bloom_add_int8(PG_FUNCTION_ARGS) { return add_key(fcinfo, KeyKind::int8); }
+extern "C" Datum bloom_add_uuid(PG_FUNCTION_ARGS) { return add_key(fcinfo, KeyKind::uuid); }
+
+// NULL elements are skipped, as a NULL key is by bloom_add.
+extern "C" Datum bloom_add_array(PG_FUNCTION_ARGS) {
+    if (PG_ARGISNULL(0)) PG_RETURN_NULL();
+    if (PG_ARGISNULL(1)) PG_RETURN_DATUM(PG_GETARG_DATUM(0));
+    ArrayType *keys = PG_GETARG_ARRAYTYPE_P(1);
+    KeyKind kind = key_kind_of(ARR_ELEMTYPE(keys));
+    Header header;
+    struct varlena *filter = copy_filter(PG_GETARG_DATUM(0), &header);
+    FilterRef ref = FilterRef::of(bloom_bytes(filter), header.parameters);
+
+    ArrayIterator iterator = array_create_iterator(keys, 0, nullptr);
+    Datum key;
+    bool is_null;
+    uint64_t added = 0;
+    int until_check = kElementsPerInterruptCheck;
+    while (array_iterate(iterator, &key, &is_null)) {
+        if (--until_check == 0) {
+            CHECK_FOR_INTERRUPTS();
+            until_check = kElementsPerInterruptCheck;
+        }
+        if (is_null) continue;
+        ref.add(hash_key(key, kind));
+        added++;
+    }
+    array_free_iterator(iterator);
+    add_inserted(bloom_bytes(filter), added);
+    PG_RETURN_POINTER(filter);
+}
+
+static Datum contains_key(FunctionCallInfo fcinfo, KeyKind kind) {
+    Hash128 h = hash_key(PG_GETARG_DATUM(1), kind);
+    PG_RETURN_BOOL(filter_contains(fcinfo, PG_GETARG_DATUM(0), h));
+}
+
+extern "C" Datum bloom_contains_text(PG_FUNCTION_ARGS) { return contains_key(fcinfo, KeyKind::bytes); }
+extern "C" Datum bloom_contains_bytea(PG_FUNCTION_ARGS) { return contains_key(fcinfo, KeyKind::bytes); }
+extern "C" Datum bloom_contains_int8(PG_FUNCTION_ARGS) { return contains_key(fcinfo, KeyKind::int8); }
+extern "C" Datum bloom_contains_uuid(PG_FUNCTION_ARGS) { return contains_key(fcinfo, KeyKind::uuid); }
+
+// One boolean per element, in the array's shape; NULL for a NULL element.
+extern "C" Datum bloom_contains_array(PG_FUNCTION_ARGS) {
+    ArrayType *keys = PG_GETARG_ARRAYTYPE_P(1);
+    KeyKind kind = key_kind_of(ARR_ELEMTYPE(keys));
+    int count = ArrayGetNItems(ARR_NDIM(keys), ARR_DIMS(keys));
+    if (count == 0) PG_RETURN_ARRAYTYPE_P(construct_empty_array(BOOLOID));
+
+    Header header;
+    struct varlena *filter = read_filter_cached(fcinfo, PG_GETARG_DATUM(0), &header);
+    FilterRef ref = FilterRef::of(bloom_bytes(filter), header.parameters);
+
+    Datum *results = static_cast<Datum *>(palloc(sizeof(Datum) * size_t(count)));
+    bool *result_nulls = static_cast<bool *>(palloc(sizeof(bool) * size_t(count)));
+    ArrayIterator iterator = array_create_iterator(keys, 0, nullptr);
+    Datum key;
+    bool is_null;
+    for (int i = 0; array_iterate(iterator, &key, &is_null); i++) {
+        if (i % kElementsPerInterruptCheck == kElementsPerInterruptCheck - 1) CHECK_FOR_INTERRUPTS();
+        result_nulls[i] = is_null;
+        results[i] = is_null ? BoolGetDatum(false) : BoolGetDatum(ref.contains(hash_key(key, kind)));
+    }
+    array_free_iterator(iterator);
+    ArrayType *result = construct_md_array(results, result_nulls, ARR_NDIM(keys), ARR_DIMS(keys),
+                                           ARR_LBOUND(keys), BOOLOID, 1, true, TYPALIGN_CHAR);
+    PG_RETURN_ARRAYTYPE_P(result);
+}
+
+namespace bloomfilter {
+// ORs source into target (validated, writable) after checking that their parameters match.
+void union_into(struct varlena *target, const Header &target_header, struct varlena *source,
+                const Header &source_header) {
+    Status status = check_compatible(target_header, source_header);
+    if (status == Status::capacity_mismatch)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("cannot union bloom filters with different capacity: " UINT64_FORMAT
+                               " and " UINT64_FORMAT,
+                               target_header.parameters.capacity, source_header.parameters.capacity)));
+    if (status == Status::error_rate_mismatch)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("cannot union bloom filters with different error_rate: %g and %g",
+                               target_header.parameters.error_rate,
+                               source_header.parameters.error_rate)));
+    const uint64_t bytes = target_header.parameters.encoded_bytes() - kHeaderBytes;
+    for (uint64_t begin = 0; begin < bytes; begin += kBytesPerInterruptCheck) {
+        CHECK_FOR_INTERRUPTS();
+        uint64_t end = begin + kBytesPerInterruptCheck < bytes ? begin + kBytesPerInterruptCheck : bytes;
+        union_bits(bloom_bytes(target), bloom_bytes(source), begin, end);
+    }
+    union_inserted(bloom_bytes(target), bloom_bytes(source));
+}
+}  // namespace bloomfilter
+
+extern "C" Datum bloom_union(PG_FUNCTION_ARGS) {
+    Header left_header, right_header;
+    struct varlena *left = copy_filter(PG_GETARG_DATUM(0), &left_header);
+    struct varlena *right = read_filter(PG_GETARG_DATUM(1), &right_header);
+    union_into(left, left_header, right, right_header);
+    PG_RETURN_POINTER(left);
+}
+
+static Datum shard_key(FunctionCallInfo fcinfo, KeyKind kind) {
+    int32 shards = PG_GETARG_INT32(1);
+    if (shards < 1)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("shards must be between 1 and %d, got %d", PG_INT32_MAX, shards)));
+    uint32_t shard = with_key_bytes(PG_GETARG_DATUM(0), kind, [shards](const void *data, size_t length) {
+        return shard_of(data, length, uint32_t(shards));
+    });
+    PG_RETURN_INT32(int32(shard));
+}
+
+extern "C" Datum bloom_shard_text(PG_FUNCTION_ARGS) { return shard_key(fcinfo, KeyKind::bytes); }
+extern "C" Datum bloom_shard_bytea(PG_FUNCTION_ARGS) { return shard_key(fcinfo, KeyKind::bytes); }
+extern "C" Datum bloom_shard_int8(PG_FUNCTION_ARGS) { return shard_key(fcinfo, KeyKind::int8); }
+extern "C" Datum bloom_shard_uuid(PG_FUNCTION_ARGS) { return shard_key(fcinfo, KeyKind::uuid); }

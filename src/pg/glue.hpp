@@ -1,0 +1,95 @@
+// Shared helpers of the PostgreSQL glue: header includes, reading a bloom argument, hashing a
+// key datum and turning core statuses into ereport with a real SQLSTATE.
+//
+// Rule for every file in src/pg: the core never throws, and the objects these files keep on the
+// stack (Hash128, Header, Parameters) are trivially destructible, so an ereport (a longjmp) here
+// never skips a destructor.
+#pragma once
+
+extern "C" {
+#include "postgres.h"
+
+#include "access/detoast.h"
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "libpq/pqformat.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/uuid.h"
+}
+
+#include "../core/bloom.hpp"
+
+namespace bloomfilter {
+
+// The SQL `bloom` value: PostgreSQL's 4-byte length word followed by the core's encoding.
+inline uint8_t *bloom_bytes(struct varlena *value) { return reinterpret_cast<uint8_t *>(VARDATA(value)); }
+inline size_t bloom_length(struct varlena *value) { return VARSIZE(value) - VARHDRSZ; }
+
+// Which SQLSTATE a malformed encoding gets: it depends on the way it came in.
+enum class Origin { text_input, binary_input, stored_value };
+
+// Raises the error for a core status (never returns for a status other than ok).
+void report_status(Status status, Origin origin);
+// Raises 22023 for bad creation parameters, naming the parameter and its range.
+void report_parameters(Status status, int64 capacity, double error_rate);
+
+// Validates an encoding; raises the origin's error if it is malformed.
+void validate_or_report(const uint8_t *data, size_t length, Origin origin, Header *header);
+
+// Fully detoasted, validated filter argument. The result may point into the argument: read it,
+// never write it.
+struct varlena *read_filter(Datum datum, Header *header);
+// A private, writable, validated copy of a filter argument.
+struct varlena *copy_filter(Datum datum, Header *header);
+// A new empty filter in the current memory context.
+struct varlena *make_filter(const Parameters &parameters);
+
+// How a key of each supported SQL type is turned into bytes for hashing. See README "Hashing".
+enum class KeyKind : uint8_t { bytes = 1, int8 = 2, uuid = 3 };
+KeyKind key_kind_of(Oid type);
+
+// Calls use(data, length) with the bytes that stand for a key: text and bytea as their exact
+// bytes, bigint as 8 bytes little-endian two's complement, uuid as its 16 bytes in RFC 4122 order.
+template <typename Use>
+inline auto with_key_bytes(Datum value, KeyKind kind, Use &&use) {
+    switch (kind) {
+        case KeyKind::int8: {
+            uint8_t little_endian[8];
+            store_u64(little_endian, uint64_t(DatumGetInt64(value)));
+            return use(little_endian, size_t(8));
+        }
+        case KeyKind::uuid: return use(DatumGetUUIDP(value)->data, size_t(UUID_LEN));
+        case KeyKind::bytes:
+        default: {
+            // Short keys are stored inline with a 1-byte header: no copy, no allocation.
+            struct varlena *v = PG_DETOAST_DATUM_PACKED(value);
+            auto result = use(VARDATA_ANY(v), size_t(VARSIZE_ANY_EXHDR(v)));
+            if (v != reinterpret_cast<struct varlena *>(DatumGetPointer(value))) pfree(v);
+            return result;
+        }
+    }
+}
+
+inline Hash128 hash_key(Datum value, KeyKind kind) {
+    return with_key_bytes(value, kind, [](const void *data, size_t length) {
+        return hash_bytes(data, length);
+    });
+}
+
+// ORs source into target (validated, writable), raising 22023 naming the parameter that differs.
+// Checks for query cancel between chunks.
+void union_into(struct varlena *target, const Header &target_header, struct varlena *source,
+                const Header &source_header);
+
+// Membership of one hashed key in a filter argument, reading only the key's block when the
+// filter is stored out of line uncompressed, and the whole filter once per statement when the
+// same stored filter is checked again (see filter_cache.cpp).
+bool filter_contains(FunctionCallInfo fcinfo, Datum filter, Hash128 h);
+// The whole filter, fetched once per statement and kept in fn_extra for stored values.
+struct varlena *read_filter_cached(FunctionCallInfo fcinfo, Datum filter, Header *header);
+
+}  // namespace bloomfilter

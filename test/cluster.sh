@@ -1,0 +1,52 @@
+# Throwaway PostgreSQL clusters for tests, demo and benchmarks. Source this file, then:
+#   cluster_start NAME [setting=value ...]   initdb + start; exports PGHOST, PGPORT, PGUSER
+#   cluster_stop NAME                        stop and remove
+# The server never runs as root: when invoked as root it runs as $BLOOM_TEST_USER (postgres).
+PG_CONFIG=${PG_CONFIG:-pg_config}
+PG_BIN=$($PG_CONFIG --bindir)
+BLOOM_TEST_USER=${BLOOM_TEST_USER:-postgres}
+CLUSTER_ROOT=${CLUSTER_ROOT:-$(mktemp -d /tmp/bloomfilter-test.XXXXXX)}
+chmod 755 "$CLUSTER_ROOT"
+
+as_server_user() {
+  if [ "$(id -u)" -eq 0 ]; then runuser -u "$BLOOM_TEST_USER" -- "$@"; else "$@"; fi
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+cluster_start() {
+  local name=$1; shift
+  local dir=$CLUSTER_ROOT/$name port
+  port=$(free_port)
+  mkdir -p "$dir"
+  [ "$(id -u)" -eq 0 ] && chown "$BLOOM_TEST_USER" "$dir"
+  as_server_user "$PG_BIN/initdb" -D "$dir/data" -U postgres -A trust --no-sync >"$dir/initdb.log" 2>&1 \
+    || { cat "$dir/initdb.log"; return 1; }
+  {
+    echo "port = $port"
+    echo "listen_addresses = '127.0.0.1'"
+    echo "unix_socket_directories = '$dir'"
+    echo "fsync = off"
+    echo "max_connections = 50"
+    echo "shared_buffers = 256MB"
+    for setting in "$@"; do echo "$setting"; done
+  } | as_server_user tee -a "$dir/data/postgresql.conf" >/dev/null
+  as_server_user "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null \
+    || { cat "$dir/server.log"; return 1; }
+  export PGHOST=$dir PGPORT=$port PGUSER=postgres PGDATABASE=postgres
+  echo "$port" > "$dir/port"
+}
+
+cluster_stop() {
+  local dir=$CLUSTER_ROOT/$1
+  [ -d "$dir/data" ] && as_server_user "$PG_BIN/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
+  rm -rf "$dir"
+}
+
+cluster_cleanup_all() {
+  local d
+  for d in "$CLUSTER_ROOT"/*/; do [ -d "$d" ] && cluster_stop "$(basename "$d")"; done
+  rmdir "$CLUSTER_ROOT" 2>/dev/null || true
+}
