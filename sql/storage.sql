@@ -1,0 +1,65 @@
+-- Every storage path gives the same answers: out of line uncompressed (slice reads), inline, and
+-- compressed; and batch checks of one stored filter.
+CREATE EXTENSION IF NOT EXISTS bloomfilter;
+
+CREATE TABLE stored (id int PRIMARY KEY, kind text, f bloom);
+-- Out of line, uncompressed (STORAGE external, the type's default): about 120 KB.
+INSERT INTO stored SELECT 1, 'external', bloom_agg('user' || i || '@mail.com') FROM generate_series(1, 100000) i;
+-- Inline: a 548-byte filter stays in the row.
+INSERT INTO stored SELECT 2, 'inline', bloom_agg('user' || i || '@mail.com') FROM generate_series(1, 20) i;
+SELECT attname, attstorage FROM pg_attribute WHERE attrelid = 'stored'::regclass AND attname = 'f';
+
+CREATE TABLE stored_compressed (id int PRIMARY KEY, kind text, f bloom);
+ALTER TABLE stored_compressed ALTER COLUMN f SET STORAGE extended;
+-- Sparse filters (20 keys) compress well: 120 KB compresses into the row, 6 MB goes out of line
+-- compressed.
+INSERT INTO stored_compressed
+SELECT 3, 'compressed inline', bloom_add(bloom_empty(100000), ARRAY(SELECT 'user' || i || '@mail.com' FROM generate_series(1, 20) i));
+INSERT INTO stored_compressed
+SELECT 4, 'compressed external', bloom_add(bloom_empty(5000000), ARRAY(SELECT 'user' || i || '@mail.com' FROM generate_series(1, 20) i));
+
+-- Stored size against the value's size, and compression.
+SELECT id, kind, pg_column_size(f) >= (SELECT bytes FROM bloom_info(f)) - 4 AS stored_uncompressed,
+       pg_column_size(f) < (SELECT bytes FROM bloom_info(f)) / 10 AS stored_compressed,
+       pg_column_compression(f) IS NOT NULL AS compressed
+FROM (SELECT * FROM stored UNION ALL SELECT * FROM stored_compressed) s ORDER BY id;
+-- Which values live in the TOAST tables: the external and compressed external ones.
+CREATE FUNCTION pg_temp.toasted_values(rel regclass) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE n bigint;
+BEGIN
+  EXECUTE format('SELECT count(DISTINCT chunk_id) FROM %s',
+                 (SELECT reltoastrelid::regclass FROM pg_class WHERE oid = rel)) INTO n;
+  RETURN n;
+END $$;
+SELECT pg_temp.toasted_values('stored') AS stored_toasted, pg_temp.toasted_values('stored_compressed') AS compressed_toasted;
+
+-- Point lookups on each path: present keys found, absent ones (with this data) not.
+SELECT id, kind, bloom_contains(f, 'user7@mail.com') AS user7, bloom_contains(f, 'user20@mail.com') AS user20,
+       bloom_contains(f, 'ghost@mail.com') AS ghost
+FROM stored ORDER BY id;
+SELECT id, kind, bloom_contains(f, 'user7@mail.com') AS user7, bloom_contains(f, 'ghost@mail.com') AS ghost
+FROM stored_compressed ORDER BY id;
+-- Prepared, as an application runs it: each execution starts with no cache.
+PREPARE check_email(text) AS SELECT bloom_contains(f, $1) FROM stored WHERE id = 1;
+EXECUTE check_email('user99999@mail.com');
+EXECUTE check_email('user100001@mail.com');
+EXECUTE check_email('user1@mail.com');
+
+-- Batch: one stored filter checked for many rows (read once, then cached), on each path.
+SELECT s.kind, count(*) FILTER (WHERE bloom_contains(s.f, 'user' || i || '@mail.com')) AS found
+FROM (SELECT * FROM stored UNION ALL SELECT * FROM stored_compressed) s, generate_series(1, 100000) i
+GROUP BY s.kind ORDER BY s.kind;
+SELECT count(*) AS false_negatives
+FROM stored s, generate_series(1, 100000) i WHERE s.id = 1 AND NOT bloom_contains(s.f, 'user' || i || '@mail.com');
+-- Two different stored filters alternating in one statement.
+SELECT count(*) FILTER (WHERE bloom_contains(s.f, 'user' || i || '@mail.com')) AS found
+FROM generate_series(1, 30) i, stored s;
+-- Arrays and a filter from a subquery.
+SELECT bloom_contains((SELECT f FROM stored WHERE id = 1), ARRAY['user1@mail.com', 'ghost@mail.com', 'user100000@mail.com']);
+SELECT bloom_contains(f, ARRAY['user1@mail.com', 'ghost@mail.com']) FROM stored ORDER BY id;
+
+-- Updates keep every stored path valid.
+UPDATE stored SET f = bloom_add(f, 'new@mail.com'::text);
+UPDATE stored_compressed SET f = bloom_add(f, 'new@mail.com'::text);
+SELECT kind, bloom_contains(f, 'new@mail.com') AS new, bloom_contains(f, 'user7@mail.com') AS user7
+FROM (SELECT * FROM stored UNION ALL SELECT * FROM stored_compressed) s ORDER BY id;
