@@ -174,12 +174,19 @@ Statistics statistics(const uint8_t *data, const Header &header) {
     return stats;
 }
 
-static bool hash_less(const Hash128 &a, const Hash128 &b) {
-    return a.high != b.high ? a.high < b.high : a.low < b.low;
-}
-static bool hash_equal(const Hash128 &a, const Hash128 &b) {
-    return a.high == b.high && a.low == b.low;
-}
+// Function objects, not function pointers, so std::sort inlines the comparison.
+struct HashLess {
+    bool operator()(const Hash128 &a, const Hash128 &b) const {
+        return a.high != b.high ? a.high < b.high : a.low < b.low;
+    }
+};
+struct HashEqual {
+    bool operator()(const Hash128 &a, const Hash128 &b) const {
+        return a.high == b.high && a.low == b.low;
+    }
+};
+constexpr HashLess hash_less{};
+constexpr HashEqual hash_equal{};
 
 // An in-place MSD radix pass on the top bits of the (uniformly random) high half puts every
 // hash into its bucket (American flag sort), then each small bucket is sorted in cache and
@@ -221,6 +228,52 @@ size_t sort_unique(Hash128 *hashes, size_t count) {
         kept += unique;
     }
     return kept;
+}
+
+size_t deduplicate_unordered(Hash128 *hashes, size_t count, Hash128 *table, size_t table_slots) {
+    // All-zero marks an empty slot; a real all-zero hash is tracked apart.
+    std::memset(table, 0, table_slots * sizeof(Hash128));
+    const size_t mask = table_slots - 1;
+    bool seen_zero = false;
+    size_t kept = 0;
+    for (size_t i = 0; i < count; i++) {
+        const Hash128 h = hashes[i];
+        if (h.low == 0 && h.high == 0) {
+            if (!seen_zero) hashes[kept++] = h;
+            seen_zero = true;
+            continue;
+        }
+        size_t slot = size_t(h.low) & mask;
+        for (;;) {
+            Hash128 &entry = table[slot];
+            if (entry.low == 0 && entry.high == 0) {
+                entry = h;
+                hashes[kept++] = h;
+                break;
+            }
+            if (hash_equal(entry, h)) break;
+            slot = (slot + 1) & mask;
+        }
+    }
+    return kept;
+}
+
+double DistinctSketch::estimate() const {
+    const double m = double(1u << kRegisterBits);
+    double sum = 0;
+    uint32_t zeros = 0;
+    for (uint32_t i = 0; i < (1u << kRegisterBits); i++) {
+        // Registers hold at most 64 - kRegisterBits + 1: 2^-r exactly, without ldexp.
+        uint64_t one = uint64_t(1023 - registers[i]) << 52;
+        double inverse_power;
+        std::memcpy(&inverse_power, &one, 8);
+        sum += inverse_power;
+        if (registers[i] == 0) zeros++;
+    }
+    double estimate = 0.7213 / (1 + 1.079 / m) * m * m / sum;
+    // Small cardinalities: linear counting is more accurate.
+    if (estimate <= 2.5 * m && zeros > 0) estimate = m * std::log(m / zeros);
+    return estimate;
 }
 
 void encode_hex(const uint8_t *data, size_t length, char *out) {

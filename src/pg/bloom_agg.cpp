@@ -6,6 +6,10 @@
 //   header (counter included) kept up to date in its bytes;
 // - auto-sized (bloom_agg(value), bloom_agg(value, error_rate)): the distinct 128-bit hashes of
 //   the keys, 16 bytes each, from which the final function sizes the filter for their number.
+//   They are appended to 256 buckets by their top bits (appends stay in cache, and each bucket
+//   is sorted on its own, in cache, at the end); a bucket is deduplicated before it grows only
+//   when a HyperLogLog sketch says the input repeats itself, so memory follows the number of
+//   distinct keys without sorting a mostly distinct input more than once.
 #include "glue.hpp"
 
 using namespace bloomfilter;
@@ -24,7 +28,17 @@ PG_FUNCTION_INFO_V1(bloom_agg_deserialfn);
 namespace {
 
 constexpr double kDefaultErrorRate = 0.01;
-constexpr size_t kInitialHashes = 1024;
+constexpr uint32_t kBucketBits = 8;
+constexpr uint32_t kBuckets = 1u << kBucketBits;
+constexpr size_t kInitialBucketHashes = 16;
+// Deduplicate when the hashes held exceed the estimated distinct count by this factor.
+constexpr double kDeduplicateAbove = 1.5;
+
+struct HashBucket {
+    Hash128 *hashes;
+    size_t count;
+    size_t allocated;
+};
 
 struct AggregateState {
     bool auto_sized;
@@ -32,12 +46,13 @@ struct AggregateState {
     // Sized state.
     struct varlena *filter;
     Header header;
-    // Auto-sized state: hashes[0, count) in room for `allocated`.
+    // Auto-sized state.
     double error_rate;
     uint64_t inserted;  // non-NULL keys seen, duplicates included
-    Hash128 *hashes;
-    size_t count;
-    size_t allocated;
+    MemoryContext context;
+    HashBucket *buckets;  // kBuckets of them
+    uint64_t held;        // hashes held in all buckets
+    DistinctSketch *sketch;
 };
 
 MemoryContext aggregate_context(FunctionCallInfo fcinfo, const char *name) {
@@ -65,29 +80,68 @@ AggregateState *new_auto_state(MemoryContext context, KeyKind kind, double error
     check_error_rate(error_rate);
     AggregateState *state = new_state(context, true, kind);
     state->error_rate = error_rate;
-    state->allocated = kInitialHashes;
-    state->hashes = static_cast<Hash128 *>(
-        MemoryContextAlloc(context, kInitialHashes * sizeof(Hash128)));
+    state->context = context;
+    state->buckets = static_cast<HashBucket *>(MemoryContextAllocZero(context, kBuckets * sizeof(HashBucket)));
+    state->sketch = static_cast<DistinctSketch *>(MemoryContextAllocZero(context, sizeof(DistinctSketch)));
     return state;
 }
 
-// Room for `more` hashes: deduplicate first, and grow only when that leaves the array over half
-// full, so memory follows the number of distinct keys, not of rows.
-void reserve_hashes(AggregateState *state, size_t more) {
-    if (state->count + more <= state->allocated) return;
-    state->count = sort_unique(state->hashes, state->count);
-    size_t wanted = state->allocated;
-    while (state->count + more > wanted / 2) wanted *= 2;
-    if (wanted != state->allocated) {
-        state->hashes = static_cast<Hash128 *>(repalloc_huge(state->hashes, wanted * sizeof(Hash128)));
-        state->allocated = wanted;
+inline HashBucket &bucket_of(AggregateState *state, Hash128 h) {
+    return state->buckets[h.high >> (64 - kBucketBits)];
+}
+
+void deduplicate(AggregateState *state, HashBucket &bucket) {
+    size_t kept = sort_unique(bucket.hashes, bucket.count);
+    state->held -= bucket.count - kept;
+    bucket.count = kept;
+}
+
+// Room for `more` hashes in a bucket.
+void reserve_hashes(AggregateState *state, HashBucket &bucket, size_t more) {
+    if (bucket.count + more <= bucket.allocated) return;
+    if (bucket.count > 0 && double(state->held) > kDeduplicateAbove * state->sketch->estimate()) {
+        deduplicate(state, bucket);
+        if (bucket.count + more <= bucket.allocated) return;
     }
+    size_t wanted = bucket.allocated ? bucket.allocated : kInitialBucketHashes;
+    while (bucket.count + more > wanted) wanted *= 2;
+    bucket.hashes = static_cast<Hash128 *>(
+        bucket.hashes ? repalloc_huge(bucket.hashes, wanted * sizeof(Hash128))
+                      : MemoryContextAllocHuge(state->context, wanted * sizeof(Hash128)));
+    bucket.allocated = wanted;
+}
+
+void hold(AggregateState *state, Hash128 h) {
+    HashBucket &bucket = bucket_of(state, h);
+    if (bucket.count == bucket.allocated) reserve_hashes(state, bucket, 1);
+    bucket.hashes[bucket.count++] = h;
+    state->held++;
+    state->sketch->add(h);
 }
 
 void collect(AggregateState *state, Hash128 h) {
-    if (state->count == state->allocated) reserve_hashes(state, 1);
-    state->hashes[state->count++] = h;
+    hold(state, h);
     state->inserted++;
+}
+
+// Deduplicates every bucket; returns the number of distinct hashes. One scratch set, sized for
+// the largest bucket (about 1/128 of the hashes), serves them all.
+uint64_t deduplicate_all(AggregateState *state) {
+    size_t largest = 0;
+    for (uint32_t b = 0; b < kBuckets; b++) largest = Max(largest, state->buckets[b].count);
+    if (largest == 0) return 0;
+    size_t slots = 16;
+    while (slots < 2 * largest) slots *= 2;
+    Hash128 *table = static_cast<Hash128 *>(palloc_extended(slots * sizeof(Hash128), MCXT_ALLOC_HUGE));
+    for (uint32_t b = 0; b < kBuckets; b++) {
+        if ((b & 15) == 15) CHECK_FOR_INTERRUPTS();
+        HashBucket &bucket = state->buckets[b];
+        size_t kept = deduplicate_unordered(bucket.hashes, bucket.count, table, slots);
+        state->held -= bucket.count - kept;
+        bucket.count = kept;
+    }
+    pfree(table);
+    return state->held;
 }
 
 AggregateState *auto_transition(FunctionCallInfo fcinfo, double error_rate) {
@@ -181,16 +235,17 @@ extern "C" Datum bloom_agg_finalfn(PG_FUNCTION_ARGS) {
         memcpy(result, state->filter, size);
         PG_RETURN_POINTER(result);
     }
-    state->count = sort_unique(state->hashes, state->count);
-    if (state->count == 0) PG_RETURN_NULL();
+    uint64_t distinct = deduplicate_all(state);
+    if (distinct == 0) PG_RETURN_NULL();
     Parameters parameters;
-    report_parameters(size_filter(state->count, state->error_rate, &parameters),
-                      int64(state->count), state->error_rate);
+    report_parameters(size_filter(distinct, state->error_rate, &parameters), int64(distinct),
+                      state->error_rate);
     struct varlena *result = make_filter(parameters);
     FilterRef ref = FilterRef::of(bloom_bytes(result), parameters);
-    for (size_t i = 0; i < state->count; i++) {
-        if ((i & 0xffff) == 0xffff) CHECK_FOR_INTERRUPTS();
-        ref.add(state->hashes[i]);
+    // Bucket by bucket, the blocks written move forward through the filter.
+    for (uint32_t b = 0; b < kBuckets; b++) {
+        const HashBucket &bucket = state->buckets[b];
+        for (size_t i = 0; i < bucket.count; i++) ref.add(bucket.hashes[i]);
     }
     write_inserted(bloom_bytes(result), state->inserted);
     PG_RETURN_POINTER(result);
@@ -214,9 +269,16 @@ extern "C" Datum bloom_agg_combinefn(PG_FUNCTION_ARGS) {
         ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
                         errmsg("cannot combine bloom aggregate states of different kinds")));
     if (target->auto_sized) {
-        reserve_hashes(target, source->count);
-        memcpy(target->hashes + target->count, source->hashes, source->count * sizeof(Hash128));
-        target->count += source->count;
+        for (uint32_t b = 0; b < kBuckets; b++) {
+            const HashBucket &from = source->buckets[b];
+            if (from.count == 0) continue;
+            HashBucket &to = target->buckets[b];
+            reserve_hashes(target, to, from.count);
+            memcpy(to.hashes + to.count, from.hashes, from.count * sizeof(Hash128));
+            to.count += from.count;
+            target->held += from.count;
+        }
+        target->sketch->merge(*source->sketch);
         target->inserted += source->inserted;
     } else {
         union_into(target->filter, target->header, source->filter, source->header);
@@ -236,8 +298,8 @@ extern "C" Datum bloom_agg_serialfn(PG_FUNCTION_ARGS) {
     Size size;
     bytea *result;
     if (state->auto_sized) {
-        state->count = sort_unique(state->hashes, state->count);
-        size = VARHDRSZ + kSerialAutoHeader + state->count * 16;
+        uint64_t distinct = deduplicate_all(state);
+        size = VARHDRSZ + kSerialAutoHeader + distinct * 16;
         result = static_cast<bytea *>(palloc_extended(size, MCXT_ALLOC_HUGE));
         uint8_t *out = reinterpret_cast<uint8_t *>(VARDATA(result));
         out[0] = kSerialAuto;
@@ -246,11 +308,14 @@ extern "C" Datum bloom_agg_serialfn(PG_FUNCTION_ARGS) {
         memcpy(&rate_bits, &state->error_rate, 8);
         store_u64(out + 2, rate_bits);
         store_u64(out + 10, state->inserted);
-        store_u64(out + 18, state->count);
+        store_u64(out + 18, distinct);
         out += kSerialAutoHeader;
-        for (size_t i = 0; i < state->count; i++, out += 16) {
-            store_u64(out, state->hashes[i].low);
-            store_u64(out + 8, state->hashes[i].high);
+        for (uint32_t b = 0; b < kBuckets; b++) {
+            const HashBucket &bucket = state->buckets[b];
+            for (size_t i = 0; i < bucket.count; i++, out += 16) {
+                store_u64(out, bucket.hashes[i].low);
+                store_u64(out + 8, bucket.hashes[i].high);
+            }
         }
     } else {
         size_t length = bloom_length(state->filter);
@@ -299,11 +364,9 @@ extern "C" Datum bloom_agg_deserialfn(PG_FUNCTION_ARGS) {
     if (count > (length - kSerialAutoHeader) / 16 || length != kSerialAutoHeader + count * 16)
         report_bad_state("length does not match the number of hashes");
     AggregateState *state = new_auto_state(context, KeyKind(kind), error_rate);
-    state->inserted = load_u64(in + 10);
-    reserve_hashes(state, count);
     const uint8_t *hashes = in + kSerialAutoHeader;
     for (uint64_t i = 0; i < count; i++, hashes += 16)
-        state->hashes[i] = Hash128{load_u64(hashes), load_u64(hashes + 8)};
-    state->count = count;
+        hold(state, Hash128{load_u64(hashes), load_u64(hashes + 8)});
+    state->inserted = load_u64(in + 10);
     PG_RETURN_POINTER(state);
 }
