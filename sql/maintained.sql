@@ -38,7 +38,7 @@ FROM bloom_filter_health('accounts_email');
 
 -- Outgrown: more keys than capacity asks for a rebuild; the rebuild resizes and re-shards.
 INSERT INTO accounts (email) SELECT 'more' || i || '@mail.com' FROM generate_series(1, 20000) i;
-SELECT needs_rebuild, estimated_error_rate > error_rate AS over_target FROM bloom_filter_health('accounts_email');
+SELECT needs_rebuild, round(estimated_count) > capacity AS over_capacity FROM bloom_filter_health('accounts_email');
 SELECT bloom_filter_rebuild('accounts_email', capacity => 100000);
 SELECT capacity, shards, needs_rebuild, estimated_error_rate < error_rate AS within_target FROM bloom_filter_health('accounts_email');
 SELECT count(*) AS false_negatives FROM accounts WHERE email IS NOT NULL AND NOT bloom_filter_contains('accounts_email', email);
