@@ -1,0 +1,1035 @@
+// Unit tests for the Bloom filter core (src/core): sizing, hashing, the byte format and its
+// validation, add / contains, union, statistics, sort_unique, hex text and shards. Built plain and
+// under AddressSanitizer + UndefinedBehaviorSanitizer by `make unit-test`.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "../../src/core/bloom.hpp"
+
+using namespace bloomfilter;
+
+namespace {
+
+// A filter held in a vector, built through the public API.
+struct Filter {
+    Parameters parameters;
+    std::vector<uint8_t> bytes;
+
+    Filter(uint64_t capacity, double error_rate) {
+        Status status = size_filter(capacity, error_rate, &parameters);
+        EXPECT_EQ(status, Status::ok) << status_message(status);
+        // Garbage first, so the test sees write_empty() clear every byte.
+        bytes.assign(parameters.encoded_bytes(), 0xa5);
+        write_empty(parameters, bytes.data());
+    }
+    FilterRef ref() { return FilterRef::of(bytes.data(), parameters); }
+    Header header() const {
+        Header header;
+        Status status = validate(bytes.data(), bytes.size(), &header);
+        EXPECT_EQ(status, Status::ok) << status_message(status);
+        return header;
+    }
+    void add(const std::string &key) { ref().add(hash_bytes(key.data(), key.size())); }
+    bool contains(const std::string &key) {
+        return ref().contains(hash_bytes(key.data(), key.size()));
+    }
+    size_t bit_bytes() const { return bytes.size() - kHeaderBytes; }
+};
+
+// The seed's keys, "user<i>@mail.com", written into a reusable buffer.
+struct SeedKey {
+    char text[48];
+    size_t length = 0;
+    Hash128 hash(uint64_t i) {
+        length =
+            size_t(std::snprintf(text, sizeof text, "user%llu@mail.com", (unsigned long long)i));
+        return hash_bytes(text, length);
+    }
+};
+
+uint64_t popcount_bytes(const uint8_t *data, size_t length) {
+    uint64_t set = 0;
+    for (size_t i = 0; i < length; i++) set += uint64_t(__builtin_popcount(data[i]));
+    return set;
+}
+
+// The 36 header bytes written field by field from the format's offsets, independently of
+// write_empty(), so the two can be compared.
+std::vector<uint8_t> header_by_hand(const Parameters &p, uint64_t inserted) {
+    std::vector<uint8_t> h(kHeaderBytes, 0);
+    std::memcpy(h.data() + kOffsetMagic, "BLOM", 4);
+    h[kOffsetVersion] = 1;
+    h[kOffsetBlockLog2] = uint8_t(p.block_log2);
+    auto put = [&](size_t offset, uint64_t value, int bytes) {
+        for (int i = 0; i < bytes; i++) h[offset + i] = uint8_t(value >> (8 * i));
+    };
+    uint64_t rate_bits;
+    std::memcpy(&rate_bits, &p.error_rate, 8);
+    put(kOffsetHashes, p.hashes, 2);
+    put(kOffsetBlocks, p.blocks, 4);
+    put(kOffsetCapacity, p.capacity, 8);
+    put(kOffsetErrorRate, rate_bits, 8);
+    put(kOffsetInserted, inserted, 8);
+    return h;
+}
+
+void put_u64(uint8_t *p, uint64_t v) {
+    for (int i = 0; i < 8; i++) p[i] = uint8_t(v >> (8 * i));
+}
+void put_double(uint8_t *p, double d) {
+    uint64_t raw;
+    std::memcpy(&raw, &d, 8);
+    put_u64(p, raw);
+}
+
+const Status kAllStatuses[] = {
+    Status::ok,
+    Status::capacity_out_of_range,
+    Status::error_rate_out_of_range,
+    Status::too_large,
+    Status::truncated,
+    Status::bad_magic,
+    Status::unsupported_version,
+    Status::bad_block_size,
+    Status::bad_parameters,
+    Status::inconsistent_sizing,
+    Status::bad_length,
+    Status::capacity_mismatch,
+    Status::error_rate_mismatch,
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Sizing
+
+TEST(Sizing, SeedFilter) {
+    const uint64_t m = optimal_bits(1000000, 0.01);
+    EXPECT_EQ(m, 9585059u);
+    Parameters p;
+    ASSERT_EQ(size_filter(1000000, 0.01, &p), Status::ok);
+    EXPECT_EQ(p.capacity, 1000000u);
+    EXPECT_EQ(p.error_rate, 0.01);
+    EXPECT_EQ(p.hashes, 7u);
+    EXPECT_EQ(p.block_log2, 12u);
+    EXPECT_EQ(p.block_bytes(), 512u);
+    EXPECT_EQ(p.blocks, 2352u);
+    EXPECT_EQ(p.bits(), 9633792u);
+    EXPECT_GE(p.bits(), m);
+    EXPECT_LE(double(p.bits()), 1.01 * double(m));
+    EXPECT_EQ(p.encoded_bytes(), 1204260u);  // 36 + 2352 * 512
+    EXPECT_NEAR(double(p.encoded_bytes()) / 1024, 1170, 10);
+}
+
+TEST(Sizing, OptimalBitsFormula) {
+    const double ln2 = std::log(2.0);
+    for (uint64_t n : {1ull, 7ull, 1000ull, 123457ull, 1000000ull, 50000000ull})
+        for (double p : {0.5, 0.1, 0.05, 0.01, 0.001, 1e-6}) {
+            double m = std::ceil(-(double(n) * std::log(p)) / (ln2 * ln2));
+            EXPECT_EQ(optimal_bits(n, p), uint64_t(m)) << n << " " << p;
+        }
+    EXPECT_EQ(optimal_bits(1000, 0.01), 9586u);
+    EXPECT_EQ(optimal_bits(1, 0.5), 2u);
+    // Never zero bits, even where the formula gives less than one.
+    EXPECT_EQ(optimal_bits(1, 0.9999999), 1u);
+    // Beyond the 1 GB limit it saturates rather than wrapping.
+    EXPECT_EQ(optimal_bits(std::numeric_limits<uint64_t>::max(), 0.01),
+              std::numeric_limits<uint64_t>::max());
+}
+
+TEST(Sizing, HashesFormula) {
+    struct Case {
+        uint64_t capacity;
+        double error_rate;
+        uint32_t hashes;
+    };
+    const Case cases[] = {
+        {1000000, 0.5, 1},   {1000000, 0.3, 2},    {1000000, 0.1, 3},    {1000000, 0.05, 4},
+        {1000000, 0.02, 6},  {1000000, 0.01, 7},   {1000000, 0.001, 10}, {1000000, 1e-4, 13},
+        {1000000, 1e-6, 20}, {1000000, 1e-10, 33}, {1, 0.05, 5},         {10, 0.05, 4},
+        {1, 0.9999999, 1},
+    };
+    for (const Case &c : cases) {
+        Parameters p;
+        ASSERT_EQ(size_filter(c.capacity, c.error_rate, &p), Status::ok);
+        EXPECT_EQ(p.hashes, c.hashes) << c.capacity << " " << c.error_rate;
+        double m = double(optimal_bits(c.capacity, c.error_rate));
+        double k = std::max(1.0, std::round(m / double(c.capacity) * std::log(2.0)));
+        EXPECT_EQ(p.hashes, uint32_t(k)) << c.capacity << " " << c.error_rate;
+    }
+}
+
+TEST(Sizing, BlockSize) {
+    // 4096-bit blocks up to k = 7, then growing as (k / 7)^3.
+    EXPECT_EQ(block_log2_for(1, 1u << 30), 12u);
+    EXPECT_EQ(block_log2_for(7, 1u << 30), 12u);
+    EXPECT_EQ(block_log2_for(8, 1u << 30), 13u);
+    EXPECT_EQ(block_log2_for(10, 1u << 30), 14u);
+    EXPECT_EQ(block_log2_for(14, 1u << 30), 15u);  // exactly 8 x 4096 wanted
+    EXPECT_EQ(block_log2_for(20, 1u << 30), 17u);
+    EXPECT_EQ(block_log2_for(33, 1u << 30), 19u);
+    EXPECT_EQ(block_log2_for(1000, uint64_t(1) << 40), kMaxBlockLog2);
+    // A filter that fits one block takes the smallest power of two holding its bits.
+    EXPECT_EQ(block_log2_for(33, 1), 12u);
+    EXPECT_EQ(block_log2_for(33, 4096), 12u);
+    EXPECT_EQ(block_log2_for(33, 4097), 13u);
+    EXPECT_EQ(block_log2_for(33, 47926), 16u);
+}
+
+TEST(Sizing, BitsNeverBelowTheSeedsM) {
+    for (uint64_t n : {1ull, 2ull, 10ull, 999ull, 1000ull, 4096ull, 65537ull, 200000ull, 1000000ull,
+                       30000000ull})
+        for (double p :
+             {0.9, 0.5, 0.3, 0.1, 0.05, 0.02, 0.01, 0.003, 0.001, 1e-4, 1e-6, 1e-10, 1e-30}) {
+            Parameters s;
+            ASSERT_EQ(size_filter(n, p, &s), Status::ok) << n << " " << p;
+            const uint64_t m = optimal_bits(n, p);
+            EXPECT_GE(s.bits(), m) << n << " " << p;
+            EXPECT_GE(s.blocks, 1u);
+            EXPECT_GE(s.block_log2, kMinBlockLog2);
+            EXPECT_LE(s.block_log2, kMaxBlockLog2);
+            EXPECT_EQ(s.block_log2, block_log2_for(s.hashes, m));
+            EXPECT_LE(s.encoded_bytes(), kMaxEncodedBytes);
+            // 0.5% padding, then at most one block of rounding.
+            EXPECT_LE(double(s.bits()),
+                      std::ceil(1.005 * double(m)) + double(uint64_t(1) << s.block_log2))
+                << n << " " << p;
+            if (s.blocks >= 200) {
+                EXPECT_LE(double(s.bits()), 1.01 * double(m)) << n << " " << p;
+            }
+        }
+}
+
+TEST(Sizing, Errors) {
+    Parameters p;
+    EXPECT_EQ(size_filter(0, 0.01, &p), Status::capacity_out_of_range);
+    EXPECT_EQ(size_filter(0, 0.0, &p), Status::capacity_out_of_range);
+    const double bad_rates[] = {0.0,
+                                -0.0,
+                                1.0,
+                                -0.01,
+                                -1.0,
+                                1.5,
+                                std::numeric_limits<double>::quiet_NaN(),
+                                -std::numeric_limits<double>::quiet_NaN(),
+                                std::numeric_limits<double>::signaling_NaN(),
+                                std::numeric_limits<double>::infinity(),
+                                -std::numeric_limits<double>::infinity()};
+    for (double rate : bad_rates)
+        EXPECT_EQ(size_filter(1000, rate, &p), Status::error_rate_out_of_range) << rate;
+    // The extremes that are in range.
+    EXPECT_EQ(size_filter(1000, std::nextafter(1.0, 0.0), &p), Status::ok);
+    EXPECT_EQ(size_filter(1000, std::numeric_limits<double>::denorm_min(), &p), Status::ok);
+    EXPECT_EQ(size_filter(1, 0.01, &p), Status::ok);
+    // Over 1 GB.
+    EXPECT_EQ(size_filter(1000000000, 0.01, &p), Status::too_large);
+    EXPECT_EQ(size_filter(100000000, 1e-300, &p), Status::too_large);
+    EXPECT_EQ(size_filter(std::numeric_limits<uint64_t>::max(), 0.01, &p), Status::too_large);
+    EXPECT_EQ(size_filter(uint64_t(1) << 53, 0.5, &p), Status::too_large);
+}
+
+// The largest filter accepted at a given error rate fits the 1 GB limit, and one more key of
+// capacity does not.
+TEST(Sizing, OneGigabyteBoundary) {
+    for (double rate : {0.5, 0.01, 1e-6, 1e-300}) {
+        Parameters p;
+        uint64_t ok = 1, too_large = uint64_t(1) << 40;
+        ASSERT_EQ(size_filter(ok, rate, &p), Status::ok);
+        ASSERT_EQ(size_filter(too_large, rate, &p), Status::too_large);
+        while (too_large - ok > 1) {
+            uint64_t mid = ok + (too_large - ok) / 2;
+            Status s = size_filter(mid, rate, &p);
+            ASSERT_TRUE(s == Status::ok || s == Status::too_large) << status_message(s);
+            (s == Status::ok ? ok : too_large) = mid;
+        }
+        ASSERT_EQ(size_filter(ok, rate, &p), Status::ok);
+        EXPECT_LE(p.encoded_bytes(), kMaxEncodedBytes) << rate;
+        EXPECT_LE(p.encoded_bytes() + 4, 0x3fffffffu) << rate;
+        // The largest filter's header passes the slice check (no need to allocate 1 GB).
+        std::vector<uint8_t> header = header_by_hand(p, 0);
+        Header decoded;
+        EXPECT_EQ(read_header(header.data(), header.size(), p.encoded_bytes(), &decoded),
+                  Status::ok)
+            << rate;
+        EXPECT_EQ(size_filter(ok + 1, rate, &p), Status::too_large) << rate;
+        std::printf("error_rate %g: largest capacity %llu\n", rate, (unsigned long long)ok);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hashing and the bit layout
+
+TEST(Hashing, Xxh3KnownAnswer) {
+    // XXH3-128 of the empty input, as published by xxHash.
+    Hash128 h = hash_bytes("", 0);
+    EXPECT_EQ(h.high, 0x99aa06d3014798d8ull);
+    EXPECT_EQ(h.low, 0x6001c324468d497full);
+    Hash128 a = hash_bytes("user7@mail.com", 14), b = hash_bytes("user7@mail.com", 14);
+    EXPECT_EQ(a.high, b.high);
+    EXPECT_EQ(a.low, b.low);
+    Hash128 c = hash_bytes("user7@mail.co", 13);
+    EXPECT_FALSE(a.high == c.high && a.low == c.low);
+}
+
+TEST(Layout, OneKeyTouchesOneBlock) {
+    Filter f(100000, 0.01);
+    ASSERT_GT(f.parameters.blocks, 100u);
+    SeedKey key;
+    for (uint64_t i = 0; i < 200; i++) {
+        std::fill(f.bytes.begin() + kHeaderBytes, f.bytes.end(), 0);
+        Hash128 h = key.hash(i);
+        EXPECT_FALSE(f.ref().contains(h));
+        f.ref().add(h);
+        EXPECT_TRUE(f.ref().contains(h));
+        const uint32_t block = block_index(h, f.parameters.blocks);
+        ASSERT_LT(block, f.parameters.blocks);
+        const uint8_t *start = f.bytes.data() + block_offset(block, f.parameters.block_log2);
+        const uint64_t in_block = popcount_bytes(start, f.parameters.block_bytes());
+        EXPECT_GE(in_block, 1u);
+        EXPECT_LE(in_block, f.parameters.hashes);
+        EXPECT_EQ(popcount_bytes(f.bytes.data() + kHeaderBytes, f.bit_bytes()), in_block);
+        // The header is untouched.
+        EXPECT_EQ(std::vector<uint8_t>(f.bytes.begin(), f.bytes.begin() + kHeaderBytes),
+                  header_by_hand(f.parameters, 0));
+    }
+}
+
+// Pins the bit layout (block choice, positions, byte order of the bits): stored filters stay
+// readable only while this holds.
+TEST(Layout, GoldenEncoding) {
+    Filter f(1000, 0.01);
+    for (int i = 0; i < 1000; i++) f.add("user" + std::to_string(i) + "@mail.com");
+    EXPECT_EQ(XXH3_64bits(f.bytes.data(), f.bytes.size()), 0xfc590aa52a485b34ull);
+}
+
+TEST(Layout, EmptyFilterContainsNothing) {
+    Filter f(10000, 0.01);
+    SeedKey key;
+    for (uint64_t i = 0; i < 20000; i++) EXPECT_FALSE(f.ref().contains(key.hash(i)));
+}
+
+TEST(Layout, LittleEndianHelpers) {
+    uint8_t buffer[16] = {};
+    store_u64(buffer + 1, 0x0102030405060708ull);
+    const uint8_t want64[8] = {8, 7, 6, 5, 4, 3, 2, 1};
+    EXPECT_EQ(std::memcmp(buffer + 1, want64, 8), 0);
+    EXPECT_EQ(load_u64(buffer + 1), 0x0102030405060708ull);
+    store_u32(buffer + 3, 0xa1b2c3d4u);
+    const uint8_t want32[4] = {0xd4, 0xc3, 0xb2, 0xa1};
+    EXPECT_EQ(std::memcmp(buffer + 3, want32, 4), 0);
+    EXPECT_EQ(load_u32(buffer + 3), 0xa1b2c3d4u);
+    store_u16(buffer + 7, 0xbeef);
+    EXPECT_EQ(buffer[7], 0xef);
+    EXPECT_EQ(buffer[8], 0xbe);
+    EXPECT_EQ(load_u16(buffer + 7), 0xbeef);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The seed scenario: no false negatives, and the measured false-positive rate within 1.05 x p.
+
+struct SeedCase {
+    uint64_t capacity;
+    double error_rate;
+    uint64_t probes;
+};
+
+class SeedScenario : public ::testing::TestWithParam<SeedCase> {};
+
+TEST_P(SeedScenario, NoFalseNegativesAndRateWithinBound) {
+    const SeedCase c = GetParam();
+    Filter f(c.capacity, c.error_rate);
+    FilterRef ref = f.ref();
+    SeedKey key;
+    for (uint64_t i = 0; i < c.capacity; i++) ref.add(key.hash(i));
+    add_inserted(f.bytes.data(), c.capacity);
+
+    EXPECT_TRUE(f.contains("user7@mail.com"));
+    if (c.capacity == 1000000 && c.error_rate == 0.01) {
+        EXPECT_FALSE(f.contains("ghost@mail.com"));
+    }
+
+    uint64_t false_negatives = 0;
+    for (uint64_t i = 0; i < c.capacity; i++) false_negatives += !ref.contains(key.hash(i));
+    EXPECT_EQ(false_negatives, 0u);
+
+    // Keys of the same shape that were never added.
+    uint64_t false_positives = 0;
+    for (uint64_t i = c.capacity; i < c.capacity + c.probes; i++)
+        false_positives += ref.contains(key.hash(i));
+    const double measured = double(false_positives) / double(c.probes);
+    EXPECT_LE(measured, 1.05 * c.error_rate);
+
+    Header header = f.header();
+    EXPECT_EQ(header.inserted, c.capacity);
+    Statistics stats = statistics(f.bytes.data(), header);
+    EXPECT_NEAR(stats.estimated_count, double(c.capacity), 0.01 * double(c.capacity));
+    // The estimate is the exact expectation for these bits; the measured rate differs from it
+    // only by sampling noise (4 binomial standard deviations allowed).
+    const double sigma = std::sqrt(stats.estimated_error_rate / double(c.probes));
+    EXPECT_NEAR(measured, stats.estimated_error_rate, 4 * sigma);
+    EXPECT_GT(stats.fill, 0.4);
+    EXPECT_LT(stats.fill, 0.6);
+    std::printf(
+        "n=%llu p=%g k=%u blocks=%u x %u bits: measured %.6f (%.4f x p) over %llu probes, "
+        "estimated %.6f, estimated count %.0f\n",
+        (unsigned long long)c.capacity, c.error_rate, f.parameters.hashes, f.parameters.blocks,
+        1u << f.parameters.block_log2, measured, measured / c.error_rate,
+        (unsigned long long)c.probes, stats.estimated_error_rate, stats.estimated_count);
+}
+
+INSTANTIATE_TEST_SUITE_P(Rates, SeedScenario,
+                         ::testing::Values(SeedCase{1000000, 0.01, 1000000},
+                                           SeedCase{200000, 0.001, 1000000},
+                                           SeedCase{200000, 0.05, 1000000}),
+                         [](const ::testing::TestParamInfo<SeedCase> &info) {
+                             return "p" + std::to_string(info.index);
+                         });
+
+// Error rates from 0.5 down to 0.0002 at 200000 keys. statistics() gives the exact expected rate
+// for the bits a filter holds, so the bound is checked without sampling noise, and the measured
+// rate must agree with it. (Above about 0.65 the seed's formulas force k = 1 with too few bits
+// for it, and the rate exceeds 1.05 x p: 0.9 gives 0.99. The sweep therefore stops at 0.5.)
+TEST(Membership, ErrorRateSweep) {
+    const uint64_t n = 200000, probes = 400000;
+    for (double p : {0.5, 0.3, 0.2, 0.1, 0.07, 0.03, 0.02, 0.015, 0.008, 0.005, 0.003, 0.002,
+                     0.0007, 0.0002}) {
+        Filter f(n, p);
+        FilterRef ref = f.ref();
+        SeedKey key;
+        for (uint64_t i = 0; i < n; i++) ref.add(key.hash(i));
+        Statistics s = statistics(f.bytes.data(), f.header());
+        EXPECT_LE(s.estimated_error_rate, 1.05 * p) << p;
+        uint64_t false_positives = 0;
+        for (uint64_t i = n; i < n + probes; i++) false_positives += ref.contains(key.hash(i));
+        const double measured = double(false_positives) / double(probes);
+        EXPECT_NEAR(measured, s.estimated_error_rate,
+                    4 * std::sqrt(s.estimated_error_rate / double(probes)) + 2.0 / double(probes))
+            << p;
+        EXPECT_NEAR(s.estimated_count, double(n), 0.01 * double(n)) << p;
+    }
+}
+
+// Keys of other lengths go through other XXH3 code paths: 8-byte integers and 300-byte strings.
+TEST(Membership, OtherKeyShapes) {
+    const uint64_t n = 100000, probes = 1000000;
+    for (int shape = 0; shape < 2; shape++) {
+        Filter f(n, 0.01);
+        FilterRef ref = f.ref();
+        std::string long_key(300, 'k');
+        auto hash = [&](uint64_t i) {
+            if (shape == 0) {
+                uint8_t bytes[8];
+                put_u64(bytes, i * 0x9e3779b97f4a7c15ull);
+                return hash_bytes(bytes, 8);
+            }
+            std::memcpy(&long_key[150], &i, 8);
+            return hash_bytes(long_key.data(), long_key.size());
+        };
+        for (uint64_t i = 0; i < n; i++) ref.add(hash(i));
+        uint64_t false_negatives = 0, false_positives = 0;
+        for (uint64_t i = 0; i < n; i++) false_negatives += !ref.contains(hash(i));
+        for (uint64_t i = n; i < n + probes; i++) false_positives += ref.contains(hash(i));
+        EXPECT_EQ(false_negatives, 0u) << shape;
+        const double measured = double(false_positives) / double(probes);
+        EXPECT_LE(measured, 1.05 * 0.01) << shape;
+        std::printf("key shape %s: measured %.6f\n", shape == 0 ? "8-byte" : "300-byte", measured);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The header format and validation
+
+TEST(Format, ExactHeaderBytes) {
+    Filter f(1000, 0.01);
+    ASSERT_EQ(f.parameters.hashes, 7u);
+    ASSERT_EQ(f.parameters.block_log2, 12u);
+    ASSERT_EQ(f.parameters.blocks, 3u);
+    ASSERT_EQ(f.bytes.size(), 36u + 3 * 512);
+    const uint8_t want[36] = {
+        'B',  'L',  'O',  'M',                           // magic
+        0x01,                                            // version
+        0x0c,                                            // block_log2 = 12
+        0x07, 0x00,                                      // hashes = 7
+        0x03, 0x00, 0x00, 0x00,                          // blocks = 3
+        0xe8, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // capacity = 1000
+        0x7b, 0x14, 0xae, 0x47, 0xe1, 0x7a, 0x84, 0x3f,  // error_rate = 0.01 (0x3f847ae147ae147b)
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // inserted = 0
+    };
+    EXPECT_EQ(std::memcmp(f.bytes.data(), want, 36), 0);
+    for (size_t i = kHeaderBytes; i < f.bytes.size(); i++) ASSERT_EQ(f.bytes[i], 0) << i;
+
+    write_inserted(f.bytes.data(), 0x0102030405060708ull);
+    const uint8_t inserted[8] = {8, 7, 6, 5, 4, 3, 2, 1};
+    EXPECT_EQ(std::memcmp(f.bytes.data() + kOffsetInserted, inserted, 8), 0);
+    EXPECT_EQ(read_inserted(f.bytes.data()), 0x0102030405060708ull);
+    EXPECT_EQ(f.header().inserted, 0x0102030405060708ull);
+
+    // The seed's filter: blocks = 2352 = 0x930, capacity = 1000000 = 0xf4240.
+    Filter seed(1000000, 0.01);
+    const uint8_t seed_fields[] = {0x0c, 0x07, 0x00, 0x30, 0x09, 0x00, 0x00, 0x40,
+                                   0x42, 0x0f, 0x00, 0x00, 0x00, 0x00, 0x00};
+    EXPECT_EQ(std::memcmp(seed.bytes.data() + kOffsetBlockLog2, seed_fields, sizeof seed_fields),
+              0);
+}
+
+TEST(Format, WriteEmptyThenValidate) {
+    const std::pair<uint64_t, double> cases[] = {
+        {1, 0.5},      {1, 0.01},    {1000, 0.01},   {1000, 0.001},   {600, 0.003},
+        {12345, 1e-6}, {10, 1e-300}, {200000, 0.05}, {1000000, 0.01},
+    };
+    for (const auto &c : cases) {
+        Filter f(c.first, c.second);
+        EXPECT_EQ(std::vector<uint8_t>(f.bytes.begin(), f.bytes.begin() + kHeaderBytes),
+                  header_by_hand(f.parameters, 0));
+        Header header = f.header();
+        EXPECT_EQ(header.parameters.capacity, c.first);
+        EXPECT_EQ(header.parameters.error_rate, c.second);
+        EXPECT_EQ(header.parameters.hashes, f.parameters.hashes);
+        EXPECT_EQ(header.parameters.block_log2, f.parameters.block_log2);
+        EXPECT_EQ(header.parameters.blocks, f.parameters.blocks);
+        EXPECT_EQ(header.inserted, 0u);
+        // The slice path: only the header is at hand.
+        Header sliced;
+        EXPECT_EQ(read_header(f.bytes.data(), kHeaderBytes, f.bytes.size(), &sliced), Status::ok);
+        EXPECT_EQ(sliced.parameters.blocks, f.parameters.blocks);
+    }
+}
+
+class Validation : public ::testing::Test {
+  protected:
+    Filter f{1000, 0.01};
+    Status check() {
+        Header header;
+        return validate(f.bytes.data(), f.bytes.size(), &header);
+    }
+};
+
+TEST_F(Validation, Truncated) {
+    Header header;
+    EXPECT_EQ(validate(f.bytes.data(), 0, &header), Status::truncated);
+    EXPECT_EQ(validate(f.bytes.data(), 1, &header), Status::truncated);
+    EXPECT_EQ(validate(f.bytes.data(), kHeaderBytes - 1, &header), Status::truncated);
+    EXPECT_EQ(validate(nullptr, 0, &header), Status::truncated);
+    // Fewer header bytes at hand than the header, or a total shorter than one.
+    EXPECT_EQ(read_header(f.bytes.data(), kHeaderBytes - 1, f.bytes.size(), &header),
+              Status::truncated);
+    EXPECT_EQ(read_header(f.bytes.data(), kHeaderBytes, kHeaderBytes - 1, &header),
+              Status::truncated);
+    // A bare header that claims 3 blocks.
+    EXPECT_EQ(validate(f.bytes.data(), kHeaderBytes, &header), Status::bad_length);
+}
+
+TEST_F(Validation, BadMagic) {
+    for (size_t i = 0; i < 4; i++) {
+        Filter g(1000, 0.01);
+        g.bytes[kOffsetMagic + i] ^= 0x20;  // "bLOM", "BlOM", ...
+        Header header;
+        EXPECT_EQ(validate(g.bytes.data(), g.bytes.size(), &header), Status::bad_magic) << i;
+    }
+    std::memset(f.bytes.data(), 0, kHeaderBytes);
+    EXPECT_EQ(check(), Status::bad_magic);
+}
+
+TEST_F(Validation, UnsupportedVersion) {
+    for (int version : {0, 2, 0x81, 255}) {
+        f.bytes[kOffsetVersion] = uint8_t(version);
+        EXPECT_EQ(check(), Status::unsupported_version) << version;
+    }
+}
+
+TEST_F(Validation, BadBlockSize) {
+    for (int log2 : {0, 3, 11, 25, 64, 255}) {
+        f.bytes[kOffsetBlockLog2] = uint8_t(log2);
+        EXPECT_EQ(check(), Status::bad_block_size) << log2;
+    }
+}
+
+TEST_F(Validation, BadParameters) {
+    put_u64(f.bytes.data() + kOffsetCapacity, 0);
+    EXPECT_EQ(check(), Status::bad_parameters);
+    put_u64(f.bytes.data() + kOffsetCapacity, 1000);
+    ASSERT_EQ(check(), Status::ok);
+
+    // error_rate bit patterns: 0, -0, 1, -0.01, +-inf, quiet, negative, signalling and
+    // payload-carrying NaNs.
+    const uint64_t bad_rates[] = {
+        0x0000000000000000ull, 0x8000000000000000ull, 0x3ff0000000000000ull, 0xbf847ae147ae147bull,
+        0x7ff0000000000000ull, 0xfff0000000000000ull, 0x7ff8000000000000ull, 0xfff8000000000000ull,
+        0x7ff0000000000001ull, 0x7fffffffffffffffull, 0xffffffffffffffffull, 0x4000000000000000ull,
+    };
+    for (uint64_t raw : bad_rates) {
+        put_u64(f.bytes.data() + kOffsetErrorRate, raw);
+        EXPECT_EQ(check(), Status::bad_parameters) << std::hex << raw;
+    }
+}
+
+TEST_F(Validation, TooLarge) {
+    // A billion keys at 1% would need 1.2 GB.
+    put_u64(f.bytes.data() + kOffsetCapacity, 1000000000);
+    EXPECT_EQ(check(), Status::too_large);
+    put_u64(f.bytes.data() + kOffsetCapacity, std::numeric_limits<uint64_t>::max());
+    EXPECT_EQ(check(), Status::too_large);
+}
+
+TEST_F(Validation, InconsistentSizing) {
+    const std::vector<uint8_t> good = f.bytes;
+    auto reset = [&] { f.bytes = good; };
+    store_u16(f.bytes.data() + kOffsetHashes, 6);
+    EXPECT_EQ(check(), Status::inconsistent_sizing);
+    reset();
+    store_u16(f.bytes.data() + kOffsetHashes, 8);
+    EXPECT_EQ(check(), Status::inconsistent_sizing);
+    reset();
+    store_u16(f.bytes.data() + kOffsetHashes, 0x0107);  // high byte must count too
+    EXPECT_EQ(check(), Status::inconsistent_sizing);
+    reset();
+    f.bytes[kOffsetBlockLog2] = 13;  // in range, but not what the parameters give
+    EXPECT_EQ(check(), Status::inconsistent_sizing);
+    reset();
+    store_u32(f.bytes.data() + kOffsetBlocks, 2);
+    EXPECT_EQ(check(), Status::inconsistent_sizing);
+    reset();
+    store_u32(f.bytes.data() + kOffsetBlocks, 4);
+    EXPECT_EQ(check(), Status::inconsistent_sizing);
+    reset();
+    store_u32(f.bytes.data() + kOffsetBlocks, 0x01000003);
+    EXPECT_EQ(check(), Status::inconsistent_sizing);
+    reset();
+    // Parameters from a different filter, with this filter's sizes: 2000 keys need 5 blocks.
+    put_u64(f.bytes.data() + kOffsetCapacity, 2000);
+    EXPECT_EQ(check(), Status::inconsistent_sizing);
+    reset();
+    put_double(f.bytes.data() + kOffsetErrorRate, 0.02);
+    EXPECT_EQ(check(), Status::inconsistent_sizing);
+    reset();
+    put_double(f.bytes.data() + kOffsetErrorRate, std::numeric_limits<double>::denorm_min());
+    EXPECT_EQ(check(), Status::inconsistent_sizing);
+    reset();
+    EXPECT_EQ(check(), Status::ok);
+}
+
+TEST_F(Validation, BadLength) {
+    Header header;
+    const size_t size = f.bytes.size();
+    f.bytes.resize(size + 512, 0);
+    EXPECT_EQ(validate(f.bytes.data(), size + 1, &header), Status::bad_length);
+    EXPECT_EQ(validate(f.bytes.data(), size + 512, &header), Status::bad_length);
+    EXPECT_EQ(validate(f.bytes.data(), size - 1, &header), Status::bad_length);
+    EXPECT_EQ(validate(f.bytes.data(), size - 512, &header), Status::bad_length);
+    EXPECT_EQ(read_header(f.bytes.data(), kHeaderBytes, size + 1, &header), Status::bad_length);
+    EXPECT_EQ(validate(f.bytes.data(), size, &header), Status::ok);
+}
+
+TEST_F(Validation, AnyBitsAndCounterAreValid) {
+    std::mt19937_64 random(7);
+    for (size_t i = kHeaderBytes; i < f.bytes.size(); i++) f.bytes[i] = uint8_t(random());
+    put_u64(f.bytes.data() + kOffsetInserted, std::numeric_limits<uint64_t>::max());
+    Header header;
+    ASSERT_EQ(check(), Status::ok);
+    ASSERT_EQ(validate(f.bytes.data(), f.bytes.size(), &header), Status::ok);
+    EXPECT_EQ(header.inserted, std::numeric_limits<uint64_t>::max());
+}
+
+TEST(Format, StatusMessages) {
+    std::set<std::string> seen;
+    for (Status s : kAllStatuses) {
+        const char *message = status_message(s);
+        ASSERT_NE(message, nullptr);
+        EXPECT_GT(std::strlen(message), 1u);
+        EXPECT_TRUE(seen.insert(message).second) << message;
+    }
+    EXPECT_STREQ(status_message(static_cast<Status>(999)), "unknown status");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Union
+
+TEST(Union, BitsOrAndCountersAdd) {
+    Filter a(1000, 0.01), b(1000, 0.01);
+    for (int i = 0; i < 500; i++) a.add("user" + std::to_string(i) + "@mail.com");
+    for (int i = 500; i < 1000; i++) b.add("user" + std::to_string(i) + "@mail.com");
+    write_inserted(a.bytes.data(), 500);
+    write_inserted(b.bytes.data(), 500);
+    ASSERT_EQ(check_compatible(a.header(), b.header()), Status::ok);
+
+    std::vector<uint8_t> want = a.bytes;
+    for (size_t i = kHeaderBytes; i < want.size(); i++) want[i] = a.bytes[i] | b.bytes[i];
+    put_u64(want.data() + kOffsetInserted, 1000);
+
+    const std::vector<uint8_t> b_before = b.bytes;
+    union_bits(a.bytes.data(), b.bytes.data(), 0, a.bit_bytes());
+    union_inserted(a.bytes.data(), b.bytes.data());
+    EXPECT_EQ(a.bytes, want);
+    EXPECT_EQ(b.bytes, b_before);  // the source is only read
+    EXPECT_EQ(a.header().inserted, 1000u);
+    for (int i = 0; i < 1000; i++)
+        EXPECT_TRUE(a.contains("user" + std::to_string(i) + "@mail.com")) << i;
+}
+
+TEST(Union, InChunksEqualsWhole) {
+    Filter a(100000, 0.01), b(100000, 0.01), whole(100000, 0.01);
+    SeedKey key;
+    for (uint64_t i = 0; i < 50000; i++) a.ref().add(key.hash(i));
+    for (uint64_t i = 50000; i < 100000; i++) b.ref().add(key.hash(i));
+    whole.bytes = a.bytes;
+    union_bits(whole.bytes.data(), b.bytes.data(), 0, whole.bit_bytes());
+    const uint64_t chunk = 4099;  // not a multiple of anything in the format
+    for (uint64_t begin = 0; begin < a.bit_bytes(); begin += chunk)
+        union_bits(a.bytes.data(), b.bytes.data(), begin,
+                   std::min<uint64_t>(begin + chunk, a.bit_bytes()));
+    EXPECT_EQ(a.bytes, whole.bytes);
+    // An empty range changes nothing.
+    union_bits(a.bytes.data(), b.bytes.data(), 10, 10);
+    EXPECT_EQ(a.bytes, whole.bytes);
+    uint64_t false_negatives = 0;
+    for (uint64_t i = 0; i < 100000; i++) false_negatives += !a.ref().contains(key.hash(i));
+    EXPECT_EQ(false_negatives, 0u);
+}
+
+TEST(Union, WithItself) {
+    Filter a(1000, 0.01);
+    for (int i = 0; i < 700; i++) a.add("k" + std::to_string(i));
+    write_inserted(a.bytes.data(), 700);
+    const std::vector<uint8_t> before = a.bytes;
+    union_bits(a.bytes.data(), a.bytes.data(), 0, a.bit_bytes());
+    union_inserted(a.bytes.data(), a.bytes.data());
+    EXPECT_TRUE(
+        std::equal(before.begin() + kHeaderBytes, before.end(), a.bytes.begin() + kHeaderBytes));
+    EXPECT_EQ(read_inserted(a.bytes.data()), 1400u);
+}
+
+TEST(Union, SaturatingCounters) {
+    const uint64_t max = std::numeric_limits<uint64_t>::max();
+    Filter a(10, 0.01), b(10, 0.01);
+    add_inserted(a.bytes.data(), 5);
+    add_inserted(a.bytes.data(), 7);
+    EXPECT_EQ(read_inserted(a.bytes.data()), 12u);
+    add_inserted(a.bytes.data(), 0);
+    EXPECT_EQ(read_inserted(a.bytes.data()), 12u);
+    write_inserted(a.bytes.data(), max - 5);
+    add_inserted(a.bytes.data(), 5);
+    EXPECT_EQ(read_inserted(a.bytes.data()), max);
+    write_inserted(a.bytes.data(), max - 5);
+    add_inserted(a.bytes.data(), 6);
+    EXPECT_EQ(read_inserted(a.bytes.data()), max);
+    add_inserted(a.bytes.data(), max);
+    EXPECT_EQ(read_inserted(a.bytes.data()), max);
+
+    write_inserted(a.bytes.data(), max / 2 + 1);
+    write_inserted(b.bytes.data(), max / 2 + 1);
+    union_inserted(a.bytes.data(), b.bytes.data());
+    EXPECT_EQ(read_inserted(a.bytes.data()), max);
+    write_inserted(a.bytes.data(), max / 2);
+    write_inserted(b.bytes.data(), max / 2);
+    union_inserted(a.bytes.data(), b.bytes.data());
+    EXPECT_EQ(read_inserted(a.bytes.data()), max - 1);
+}
+
+TEST(Union, CheckCompatible) {
+    Header a = Filter(1000, 0.01).header();
+    EXPECT_EQ(check_compatible(a, a), Status::ok);
+    EXPECT_EQ(check_compatible(a, Filter(1000, 0.01).header()), Status::ok);
+    EXPECT_EQ(check_compatible(a, Filter(1001, 0.01).header()), Status::capacity_mismatch);
+    EXPECT_EQ(check_compatible(a, Filter(1000, 0.02).header()), Status::error_rate_mismatch);
+    // Capacity is reported first when both differ.
+    EXPECT_EQ(check_compatible(a, Filter(2000, 0.02).header()), Status::capacity_mismatch);
+    // Same sizes, different error_rate bits: 0.1 + 0.2 != 0.3.
+    Header x = Filter(1000, 0.1 + 0.2).header(), y = Filter(1000, 0.3).header();
+    ASSERT_EQ(x.parameters.blocks, y.parameters.blocks);
+    ASSERT_EQ(x.parameters.hashes, y.parameters.hashes);
+    EXPECT_EQ(check_compatible(x, y), Status::error_rate_mismatch);
+    // The inserted counter does not matter.
+    Header z = a;
+    z.inserted = 12345;
+    EXPECT_EQ(check_compatible(a, z), Status::ok);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statistics
+
+TEST(Statistics, Empty) {
+    for (auto c : {std::make_pair(1ull, 0.5), std::make_pair(1000ull, 0.01),
+                   std::make_pair(100000ull, 0.001)}) {
+        Filter f(c.first, c.second);
+        Statistics s = statistics(f.bytes.data(), f.header());
+        EXPECT_EQ(s.bits_set, 0u);
+        EXPECT_EQ(s.fill, 0.0);
+        EXPECT_EQ(s.estimated_count, 0.0);
+        EXPECT_EQ(s.estimated_error_rate, 0.0);
+    }
+}
+
+TEST(Statistics, Full) {
+    Filter f(1000, 0.01);
+    std::fill(f.bytes.begin() + kHeaderBytes, f.bytes.end(), 0xff);
+    Statistics s = statistics(f.bytes.data(), f.header());
+    EXPECT_EQ(s.bits_set, f.parameters.bits());
+    EXPECT_EQ(s.fill, 1.0);
+    EXPECT_EQ(s.estimated_error_rate, 1.0);
+    EXPECT_TRUE(std::isinf(s.estimated_count) && s.estimated_count > 0);
+    SeedKey key;
+    for (uint64_t i = 0; i < 1000; i++) EXPECT_TRUE(f.ref().contains(key.hash(i)));
+}
+
+TEST(Statistics, Filled) {
+    for (uint64_t n : {100ull, 10000ull, 300000ull}) {
+        Filter f(n, 0.01);
+        SeedKey key;
+        for (uint64_t i = 0; i < n; i++) f.ref().add(key.hash(i));
+        Statistics s = statistics(f.bytes.data(), f.header());
+        EXPECT_EQ(s.bits_set, popcount_bytes(f.bytes.data() + kHeaderBytes, f.bit_bytes()));
+        EXPECT_DOUBLE_EQ(s.fill, double(s.bits_set) / double(f.parameters.bits()));
+        EXPECT_NEAR(s.estimated_count, double(n), 0.03 * double(n) + 3) << n;
+        // With the filter at capacity the expected rate is near p (under it, for small filters
+        // rounded up to whole blocks).
+        EXPECT_LE(s.estimated_error_rate, 1.05 * 0.01) << n;
+        EXPECT_GT(s.estimated_error_rate, 0.0);
+        // Half full: about twice the count, a much higher rate.
+        for (uint64_t i = n; i < 2 * n; i++) f.ref().add(key.hash(i));
+        Statistics more = statistics(f.bytes.data(), f.header());
+        EXPECT_NEAR(more.estimated_count, double(2 * n), 0.03 * double(2 * n) + 3) << n;
+        EXPECT_GT(more.estimated_error_rate, 5 * s.estimated_error_rate) << n;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hex text
+
+TEST(Hex, Encode) {
+    const uint8_t data[] = {0x00, 0xab, 0xff, 0x10, 0x9c};
+    char out[text_length(sizeof data) + 1];
+    std::memset(out, '#', sizeof out);
+    encode_hex(data, sizeof data, out);
+    EXPECT_EQ(std::string(out, text_length(sizeof data)), "\\x00abff109c");
+    EXPECT_EQ(out[text_length(sizeof data)], '#');  // nothing written past the text
+    char empty[3] = {'#', '#', '#'};
+    encode_hex(data, 0, empty);
+    EXPECT_EQ(std::string(empty, 3), "\\x#");
+    EXPECT_EQ(text_length(0), 2u);
+    EXPECT_EQ(text_length(548), 1098u);
+}
+
+TEST(Hex, RoundTripOfAFilter) {
+    Filter f(1000, 0.01);
+    for (int i = 0; i < 1000; i++) f.add("user" + std::to_string(i) + "@mail.com");
+    std::string text(text_length(f.bytes.size()), '\0');
+    encode_hex(f.bytes.data(), f.bytes.size(), &text[0]);
+    EXPECT_EQ(text.substr(0, 12), "\\x424c4f4d01");
+    std::vector<uint8_t> decoded((text.size() - 2) / 2 + 1, 0xee);
+    ASSERT_TRUE(decode_hex(text.data(), text.size(), decoded.data()));
+    EXPECT_EQ(decoded.back(), 0xee);  // nothing written past (length - 2) / 2 bytes
+    decoded.pop_back();
+    EXPECT_EQ(decoded, f.bytes);
+    Header header;
+    EXPECT_EQ(validate(decoded.data(), decoded.size(), &header), Status::ok);
+}
+
+TEST(Hex, RandomRoundTripAndCase) {
+    std::mt19937_64 random(11);
+    for (size_t length : {0u, 1u, 2u, 17u, 1000u}) {
+        std::vector<uint8_t> data(length);
+        for (auto &b : data) b = uint8_t(random());
+        std::string text(text_length(length), '\0');
+        encode_hex(data.data(), length, &text[0]);
+        for (size_t i = 2; i < text.size(); i++) {
+            ASSERT_TRUE(std::isdigit((unsigned char)text[i]) || (text[i] >= 'a' && text[i] <= 'f'));
+        }
+        std::vector<uint8_t> back(length);
+        ASSERT_TRUE(decode_hex(text.data(), text.size(), back.data()));
+        EXPECT_EQ(back, data);
+        std::string upper = text;
+        for (size_t i = 2; i < upper.size(); i++)
+            upper[i] = char(std::toupper((unsigned char)upper[i]));
+        std::fill(back.begin(), back.end(), 0);
+        ASSERT_TRUE(decode_hex(upper.data(), upper.size(), back.data()));
+        EXPECT_EQ(back, data);
+    }
+}
+
+TEST(Hex, BadInputs) {
+    uint8_t out[16];
+    const std::string bad[] = {
+        "",        "\\",     "x",          "\\X00", "x00",   "00",     "/x00",
+        "\\x0",    "\\x000", "\\x0g",      "\\xg0", "\\x 0", "\\x0 ",  "\\x00 ",
+        "\\x-1",   "\\x:0",  "\\x@0",      "\\xG0", "\\x`0", "\\x0\n", std::string("\\x0\0", 4),
+        "\\\\x00", " \\x00", "\\x00\\x00",
+    };
+    for (const std::string &text : bad)
+        EXPECT_FALSE(decode_hex(text.data(), text.size(), out)) << text;
+    EXPECT_TRUE(decode_hex("\\x", 2, out));
+    EXPECT_TRUE(decode_hex("\\xAbCd", 6, out));
+    EXPECT_EQ(out[0], 0xab);
+    EXPECT_EQ(out[1], 0xcd);
+    // An odd count followed by more digits in memory: the count alone must reject it.
+    EXPECT_FALSE(decode_hex("\\x0123", 5, out));
+    EXPECT_FALSE(decode_hex("\\xab", 3, out));
+    // A valid prefix of a longer string: only `length` characters count.
+    EXPECT_TRUE(decode_hex("\\x12zz", 4, out));
+    EXPECT_EQ(out[0], 0x12);
+}
+
+// ---------------------------------------------------------------------------------------------
+// sort_unique
+
+namespace {
+
+bool hash_order(const Hash128 &a, const Hash128 &b) {
+    return a.high != b.high ? a.high < b.high : a.low < b.low;
+}
+bool hash_same(const Hash128 &a, const Hash128 &b) { return a.high == b.high && a.low == b.low; }
+
+void expect_sort_unique_matches(std::vector<Hash128> input, const char *what) {
+    std::vector<Hash128> want = input;
+    std::sort(want.begin(), want.end(), hash_order);
+    want.erase(std::unique(want.begin(), want.end(), hash_same), want.end());
+    const size_t kept = sort_unique(input.data(), input.size());
+    ASSERT_EQ(kept, want.size()) << what << " size " << input.size();
+    for (size_t i = 0; i < kept; i++) {
+        ASSERT_EQ(input[i].high, want[i].high) << what << " at " << i;
+        ASSERT_EQ(input[i].low, want[i].low) << what << " at " << i;
+    }
+}
+
+}  // namespace
+
+TEST(SortUnique, RandomWithDuplicates) {
+    std::mt19937_64 random(2024);
+    for (size_t size : {0u, 1u, 2u, 1023u, 1024u, 1025u, 4096u, 100000u, 300000u}) {
+        // A pool of half as many distinct hashes, some sharing a high half; draw with replacement.
+        std::vector<Hash128> pool(std::max<size_t>(1, size / 2));
+        for (size_t i = 0; i < pool.size(); i++) {
+            pool[i] = Hash128{random(), random()};
+            if (i > 0 && random() % 4 == 0) pool[i].high = pool[i - 1].high;
+        }
+        std::vector<Hash128> input(size);
+        for (auto &h : input) h = pool[random() % pool.size()];
+        expect_sort_unique_matches(input, "random");
+        // No duplicates at all, and every element repeated.
+        std::vector<Hash128> distinct(size);
+        for (auto &h : distinct) h = Hash128{random(), random()};
+        expect_sort_unique_matches(distinct, "distinct");
+        std::vector<Hash128> doubled = distinct;
+        doubled.insert(doubled.end(), distinct.begin(), distinct.end());
+        std::shuffle(doubled.begin(), doubled.end(), random);
+        expect_sort_unique_matches(doubled, "doubled");
+    }
+}
+
+TEST(SortUnique, SkewedAndSorted) {
+    std::mt19937_64 random(5);
+    const size_t size = 50000;
+    std::vector<Hash128> input(size);
+    // Everything in one radix bucket.
+    for (auto &h : input) h = Hash128{random(), random() >> 20};
+    expect_sort_unique_matches(input, "one bucket");
+    // All equal.
+    std::fill(input.begin(), input.end(), Hash128{42, 0xffffffffffffffffull});
+    expect_sort_unique_matches(input, "all equal");
+    // Already sorted and reverse sorted, with the extreme values.
+    for (size_t i = 0; i < size; i++) input[i] = Hash128{i, ~uint64_t(0) / size * i};
+    input.back() = Hash128{~uint64_t(0), ~uint64_t(0)};
+    input.front() = Hash128{0, 0};
+    std::sort(input.begin(), input.end(), hash_order);
+    expect_sort_unique_matches(input, "sorted");
+    std::reverse(input.begin(), input.end());
+    expect_sort_unique_matches(input, "reversed");
+    // Real key hashes, as the auto-sized aggregate sees them.
+    SeedKey key;
+    std::vector<Hash128> hashes;
+    for (uint64_t i = 0; i < 200000; i++) hashes.push_back(key.hash(i % 150000));
+    expect_sort_unique_matches(hashes, "seed keys");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shards
+
+TEST(Shards, Range) {
+    SeedKey key;
+    for (uint32_t shards : {1u, 2u, 3u, 7u, 64u, 1000u, 65536u, 0xffffffffu}) {
+        for (uint64_t i = 0; i < 20000; i++) {
+            key.hash(i);
+            uint32_t s = shard_of(key.text, key.length, shards);
+            ASSERT_LT(s, shards) << shards;
+            if (shards == 1) {
+                ASSERT_EQ(s, 0u);
+            }
+        }
+    }
+    EXPECT_EQ(shard_of("user7@mail.com", 14, 64), shard_of("user7@mail.com", 14, 64));
+    EXPECT_LT(shard_of("", 0, 64), 64u);
+}
+
+TEST(Shards, RoughlyUniform) {
+    const uint32_t shards = 64;
+    const uint64_t keys = 640000;
+    std::vector<uint64_t> count(shards, 0);
+    SeedKey key;
+    for (uint64_t i = 0; i < keys; i++) {
+        key.hash(i);
+        count[shard_of(key.text, key.length, shards)]++;
+    }
+    double chi2 = 0;
+    const double expected = double(keys) / shards;
+    for (uint32_t s = 0; s < shards; s++) {
+        EXPECT_NEAR(double(count[s]), expected, 0.05 * expected) << s;  // 5% is 5 sigma
+        chi2 += (double(count[s]) - expected) * (double(count[s]) - expected) / expected;
+    }
+    // 63 degrees of freedom: 120 is far in the tail (p < 1e-5).
+    EXPECT_LT(chi2, 120.0);
+    // Uneven shard counts too.
+    std::vector<uint64_t> three(3, 0);
+    for (uint64_t i = 0; i < 300000; i++) {
+        key.hash(i);
+        three[shard_of(key.text, key.length, 3)]++;
+    }
+    for (uint64_t c : three) EXPECT_NEAR(double(c), 100000.0, 2000.0);
+}
+
+// The keys of one shard spread over every block and keep the false-positive rate: the shard
+// number says nothing about the block or the bit positions.
+TEST(Shards, IndependentOfBlocks) {
+    const uint32_t shards = 64;
+    SeedKey key;
+    std::vector<uint64_t> shard_zero;  // key numbers in shard 0
+    for (uint64_t i = 0; shard_zero.size() < 230000; i++) {
+        key.hash(i);
+        if (shard_of(key.text, key.length, shards) == 0) shard_zero.push_back(i);
+    }
+
+    // A filter of 64 blocks: shard 0's keys land in every one, evenly.
+    Filter spread(27000, 0.01);
+    ASSERT_EQ(spread.parameters.blocks, 64u);
+    std::vector<uint64_t> per_block(spread.parameters.blocks, 0);
+    const uint64_t sample = 64000;
+    for (uint64_t j = 0; j < sample; j++) per_block[block_index(key.hash(shard_zero[j]), 64)]++;
+    double chi2 = 0;
+    for (uint64_t c : per_block) {
+        EXPECT_GT(c, 0u);
+        chi2 += (double(c) - 1000.0) * (double(c) - 1000.0) / 1000.0;
+    }
+    EXPECT_LT(chi2, 120.0);
+
+    // A filter of shard 0's keys only, probed with other shard-0 keys, keeps its rate.
+    const uint64_t n = 30000;
+    Filter f(n, 0.01);
+    for (uint64_t j = 0; j < n; j++) f.ref().add(key.hash(shard_zero[j]));
+    uint64_t false_positives = 0;
+    const uint64_t probes = shard_zero.size() - n;
+    for (uint64_t j = n; j < shard_zero.size(); j++)
+        false_positives += f.ref().contains(key.hash(shard_zero[j]));
+    const double measured = double(false_positives) / double(probes);
+    Statistics s = statistics(f.bytes.data(), f.header());
+    EXPECT_NEAR(measured, s.estimated_error_rate,
+                4 * std::sqrt(s.estimated_error_rate / double(probes)));
+    EXPECT_LE(measured, 1.1 * 0.01);
+    std::printf("shard 0 of 64: measured %.6f over %llu probes, estimated %.6f\n", measured,
+                (unsigned long long)probes, s.estimated_error_rate);
+}
