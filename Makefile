@@ -30,10 +30,12 @@ else
 include $(PGXS)
 endif
 
-.PHONY: deps demo test unit-test regress-test bench
+.PHONY: deps demo test unit-test regress-test concurrency-test bench
 
 deps:
 	@test/bootstrap.sh
+
+include test/fuzz/fuzz.mk
 
 # The core's unit tests, plain and under AddressSanitizer + UndefinedBehaviorSanitizer.
 UNIT_SOURCES = test/unit/core_test.cpp src/core/bloom.cpp
@@ -52,11 +54,18 @@ unit-test: build/unit_test build/unit_test_sanitized
 regress-test:
 	test/run-regress.sh
 
+# Concurrent signups (8 clients) into each way of keeping a filter current; fails on any false
+# negative.
+concurrency-test:
+	test/signups.sh 5
+
 test: deps
 	$(MAKE) all
 	test/install.sh
 	$(MAKE) unit-test
+	$(MAKE) fuzz-smoke
 	$(MAKE) regress-test
+	$(MAKE) concurrency-test
 
 demo: deps
 	$(MAKE) all

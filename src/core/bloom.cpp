@@ -57,8 +57,14 @@ Status size_filter(uint64_t capacity, double error_rate, Parameters *out) {
     uint64_t bits = optimal_bits(capacity, error_rate);
     if (bits > kMaxBits) return Status::too_large;
     double k = std::round(double(bits) / double(capacity) * std::log(2.0));
-    if (k < 1) k = 1;
-    if (k > 65535) return Status::too_large;  // only for error rates near the smallest double
+    if (k < 1) {
+        // Above p of about 0.6 the formula's k rounds to 0; with the one hash used instead, the
+        // rate is 1 - e^(-n/m), so m must be at least -n / ln(1 - p) to stay within p.
+        k = 1;
+        double one_hash_bits = std::ceil(-double(capacity) / std::log1p(-error_rate));
+        if (!(one_hash_bits <= double(kMaxBits))) return Status::too_large;
+        bits = std::max(bits, uint64_t(one_hash_bits));
+    }
     uint32_t log2 = block_log2_for(uint32_t(k), bits);
     double padded = std::ceil(double(bits) * 1.005);
     uint64_t blocks = (uint64_t(padded) + (uint64_t(1) << log2) - 1) >> log2;

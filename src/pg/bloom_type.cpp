@@ -50,7 +50,12 @@ extern "C" Datum bloom_in(PG_FUNCTION_ARGS) {
 extern "C" Datum bloom_out(PG_FUNCTION_ARGS) {
     struct varlena *value = PG_DETOAST_DATUM(PG_GETARG_DATUM(0));
     size_t length = bloom_length(value);
-    char *text = static_cast<char *>(palloc_extended(text_length(length) + 1, MCXT_ALLOC_HUGE));
+    // Hex doubles the size: past about 512 MB the text form would pass the 1 GB value limit.
+    if (text_length(length) + 1 > MaxAllocSize)
+        ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+                        errmsg("bloom value of %zu bytes is too large for text output", length),
+                        errhint("Use binary COPY or the bytea cast with a binary-format client.")));
+    char *text = static_cast<char *>(palloc(text_length(length) + 1));
     encode_hex(bloom_bytes(value), length, text);
     text[text_length(length)] = '\0';
     PG_RETURN_CSTRING(text);
