@@ -1,5 +1,9 @@
 -- The seed article's scenario: 1,000,000 registered emails, p = 1%.
-CREATE EXTENSION bloomfilter;
+-- The upgrade run installs 1.0 and updates it before the suite: quiet "already exists" here.
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS bloomfilter;
+RESET client_min_messages;
+SELECT extversion FROM pg_extension WHERE extname = 'bloomfilter';
 
 CREATE TABLE users (id bigint PRIMARY KEY, email text NOT NULL UNIQUE);
 INSERT INTO users SELECT i, 'user' || i || '@mail.com' FROM generate_series(0, 999999) AS i;
