@@ -25,6 +25,26 @@ CREATE TABLE bloom_filter_shards (
 );
 COMMENT ON TABLE bloom_filter_shards IS 'the shard filters of maintained bloom filters';
 
+-- Who may do what, for an extension any database owner can install (trusted): whoever may read
+-- a table's column may read its filter; the table's owner (or a member of its role) creates,
+-- rebuilds and drops it; inserting users add through the trigger, which runs as that owner.
+GRANT SELECT, INSERT, UPDATE, DELETE ON bloom_filters, bloom_filter_shards TO PUBLIC;
+ALTER TABLE bloom_filters ENABLE ROW LEVEL SECURITY;
+ALTER TABLE bloom_filter_shards ENABLE ROW LEVEL SECURITY;
+CREATE FUNCTION bloom_filter_owned(relation pg_catalog.regclass) RETURNS pg_catalog.bool
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+RETURN pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = relation), 'USAGE');
+COMMENT ON FUNCTION bloom_filter_owned(pg_catalog.regclass) IS 'whether the current role owns (or is a member of the owner of) a table';
+CREATE POLICY bloom_filters_read ON bloom_filters FOR SELECT
+  USING (pg_catalog.has_column_privilege(relation, column_name::text, 'SELECT'));
+CREATE POLICY bloom_filters_owner ON bloom_filters FOR ALL
+  USING (@extschema@.bloom_filter_owned(relation));
+CREATE POLICY bloom_filter_shards_read ON bloom_filter_shards FOR SELECT
+  USING (EXISTS (SELECT 1 FROM @extschema@.bloom_filters c WHERE c.name = bloom_filter_shards.name));
+CREATE POLICY bloom_filter_shards_owner ON bloom_filter_shards FOR ALL
+  USING (EXISTS (SELECT 1 FROM @extschema@.bloom_filters c
+                 WHERE c.name = bloom_filter_shards.name AND @extschema@.bloom_filter_owned(c.relation)));
+
 -- pg_dump dumps their rows, so maintained filters survive dump and restore.
 SELECT pg_catalog.pg_extension_config_dump('bloom_filters', '');
 SELECT pg_catalog.pg_extension_config_dump('bloom_filter_shards', '');
@@ -70,10 +90,15 @@ BEGIN
 END $$;
 COMMENT ON FUNCTION bloom_filter_default_shards(pg_catalog.int8, pg_catalog.float8) IS 'the default shard count of a maintained filter: shards under 2000 bytes';
 
-CREATE FUNCTION bloom_filter_trigger_function(filter_name text) RETURNS text
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-RETURN pg_catalog.format('%I.%I', '@extschema@', 'bloom_filter_' || pg_catalog.md5(filter_name) || '_add');
-COMMENT ON FUNCTION bloom_filter_trigger_function(text) IS 'the name of the trigger function of a maintained filter';
+-- The trigger function lives in the table's schema and belongs to whoever created the filter
+-- (the table's owner), so it runs with the owner's rights whoever inserts.
+CREATE FUNCTION bloom_filter_trigger_function(cfg bloom_filters) RETURNS text
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+RETURN pg_catalog.format('%I.%I',
+  (SELECT n.nspname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+   WHERE c.oid = cfg.relation),
+  'bloom_filter_' || pg_catalog.md5(cfg.name) || '_add');
+COMMENT ON FUNCTION bloom_filter_trigger_function(bloom_filters) IS 'the name of the trigger function of a maintained filter';
 
 CREATE FUNCTION bloom_filter_drop_triggers(cfg bloom_filters) RETURNS void
 LANGUAGE plpgsql AS $$
@@ -100,9 +125,10 @@ DECLARE
   add_function text;
 BEGIN
   SELECT * INTO STRICT cfg FROM @extschema@.bloom_filters WHERE name = filter_name;
-  add_function := @extschema@.bloom_filter_trigger_function(cfg.name);
+  add_function := @extschema@.bloom_filter_trigger_function(cfg);
   EXECUTE pg_catalog.format($f$
-    CREATE OR REPLACE FUNCTION %s() RETURNS trigger LANGUAGE plpgsql AS $body$
+    CREATE OR REPLACE FUNCTION %s() RETURNS trigger LANGUAGE plpgsql
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $body$
     BEGIN
       UPDATE @extschema@.bloom_filter_shards SET f = @extschema@.bloom_add(f, NEW.%I::%s)
       WHERE name = %L AND shard = @extschema@.bloom_shard(NEW.%I::%s, %s);
@@ -214,7 +240,7 @@ BEGIN
     RAISE EXCEPTION 'bloom filter "%" does not exist', filter_name USING ERRCODE = 'undefined_object';
   END IF;
   PERFORM @extschema@.bloom_filter_drop_triggers(cfg);
-  EXECUTE pg_catalog.format('DROP FUNCTION IF EXISTS %s()', @extschema@.bloom_filter_trigger_function(cfg.name));
+  EXECUTE pg_catalog.format('DROP FUNCTION IF EXISTS %s()', @extschema@.bloom_filter_trigger_function(cfg));
   DELETE FROM @extschema@.bloom_filters WHERE name = cfg.name;
 END $$;
 COMMENT ON FUNCTION bloom_filter_drop(text) IS 'drops a maintained filter, its shards and its triggers';
