@@ -1,0 +1,351 @@
+#!/usr/bin/env bash
+# The benchmarks behind `make bench`, printed side by side with ratios measured in the same run:
+#   a) point lookups with pgbench: bloom_contains on a stored filter, SELECT 1, a unique-index
+#      probe, and the same probe on a table hash-partitioned into 64 partitions by id;
+#   b) a batch check of a million candidates against the stored filter, next to a join of the
+#      same shape that calls length() instead;
+#   c) builds: bloom_agg(email) and bloom_agg(email, 1000000, 0.01) next to count(email), serial
+#      and with 2 parallel workers, with the backend's peak memory;
+#   d) the C++ core's add and contains next to the seed article's algorithm (Google Benchmark).
+# Then a summary: what / measured / target / PASS or MISS.
+#
+# Needs the extension built and installed (make bench does both). It sets up its data on a
+# throwaway cluster. A missed target is reported, not an error: the script exits 0 then, and
+# non-zero only when something could not be set up or run.
+#
+# Every ratio is the median of ratios taken round by round, between runs next to each other in
+# time: on a small shared machine the load of other processes drifts, and adjacent runs see
+# about the same. Knobs: BENCH_LOOKUP_SECONDS (8) and BENCH_LOOKUP_ROUNDS (5) for pgbench,
+# BENCH_ROUNDS (5) for the timed queries of b) and c).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+LOOKUP_SECONDS=${BENCH_LOOKUP_SECONDS:-8}
+LOOKUP_ROUNDS=${BENCH_LOOKUP_ROUNDS:-5}
+ROUNDS=${BENCH_ROUNDS:-5}
+BUILD_DIR=build/bench
+mkdir -p "$BUILD_DIR"
+started_at=$(date +%s)
+
+fail() { echo "bench: $*" >&2; exit 1; }
+
+# ---------------------------------------------------------------------------------------------
+# Helpers: statistics, comparisons and the summary rows.
+
+# median NUMBER...
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {
+  if (NR == 0) exit 1; if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
+# paired_ratios "A1 A2 ..." "B1 B2 ...": A1/B1, A2/B2, ... one a line.
+paired_ratios() {
+  paste <(tr -s ' ' '\n' <<<"$1" | grep .) <(tr -s ' ' '\n' <<<"$2" | grep .) \
+    | awk 'NF == 2 { printf "%.3f\n", $1 / $2 }'
+}
+# median_ratio "A..." "B...": the median of the paired ratios.
+median_ratio() {
+  # shellcheck disable=SC2046
+  median $(paired_ratios "$1" "$2") | awk '{ printf "%.3f", $1 }'
+}
+# verdict VALUE OP TARGET -> PASS or MISS, OP one of >= <= <
+verdict() {
+  awk -v v="$1" -v op="$2" -v t="$3" 'BEGIN {
+    ok = op == ">=" ? v >= t : op == "<=" ? v <= t : v < t; print ok ? "PASS" : "MISS" }'
+}
+summary=()
+# row WHAT MEASURED OP TARGET: a summary row; row WHAT MEASURED: one with no target, for context.
+row() {
+  if [ $# -eq 2 ]; then summary+=("$1|$2|-|-"); return; fi
+  summary+=("$1|$2|$3 $4|$(verdict "$2" "$3" "$4")")
+}
+section() { printf '\n== %s\n' "$1"; }
+mb() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
+
+# ---------------------------------------------------------------------------------------------
+# What the benchmarks need beyond what test/bootstrap.sh installs, and the core benchmark.
+
+for package in libbenchmark-dev libssl-dev; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' \
+    || fail "package $package is missing: apt-get install $package"
+done
+PG_CONFIG=${PG_CONFIG:-pg_config}
+PGBENCH=$($PG_CONFIG --bindir)/pgbench
+[ -x "$PGBENCH" ] || fail "pgbench not found in $($PG_CONFIG --bindir)"
+
+g++ -std=c++17 -O2 -Wall -Wextra -o "$BUILD_DIR/core_bench" \
+  bench/core_bench.cpp bench/seed_algorithm.cpp src/core/bloom.cpp -lbenchmark -lpthread -lcrypto
+
+# ---------------------------------------------------------------------------------------------
+# The cluster and its data.
+
+# shellcheck source=SCRIPTDIR/../test/cluster.sh
+source test/cluster.sh
+trap cluster_cleanup_all EXIT
+# Everything fits in shared_buffers; no JIT (its compile time would land on both sides of a
+# ratio), no autovacuum or checkpoint during the runs.
+cluster_start bench "shared_buffers = 1GB" "jit = off" "autovacuum = off" \
+  "max_wal_size = 8GB" "checkpoint_timeout = 1h"
+
+sql() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
+
+echo "bloomfilter benchmarks, $(date -u '+%Y-%m-%d %H:%M UTC')"
+if git rev-parse --git-dir >/dev/null 2>&1; then
+  changed=$(git status --porcelain --untracked-files=no -- src '*.sql' '*.control' | awk '{print $2}' | xargs)
+  echo "source: commit $(git rev-parse --short HEAD)${changed:+, with uncommitted changes to $changed}"
+fi
+echo "machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
+echo "PostgreSQL $(sql -c 'SHOW server_version'), a throwaway cluster at 127.0.0.1:$PGPORT"
+setup_started=$(date +%s)
+sql -f bench/setup.sql >/dev/null
+echo "setup: $(( $(date +%s) - setup_started )) s"
+
+# The filter must be stored out of line and uncompressed, or the lookup would not read slices.
+read -r filter_bytes compression toast_bytes < <(sql -F' ' -c "
+  SELECT (bloom_info(f)).bytes, coalesce(pg_column_compression(f), 'none'),
+         pg_relation_size(c.reltoastrelid)
+  FROM filters, pg_class c WHERE c.relname = 'filters' AND filters.id = 1")
+if [ "$compression" != none ] || [ "$toast_bytes" -lt "$filter_bytes" ]; then
+  fail "the filter is not stored out of line uncompressed ($compression, toast $toast_bytes bytes)"
+fi
+[ "$(sql -c "SELECT bloom_contains(f, 'user7@mail.com') AND NOT bloom_contains(f, 'ghost@mail.com')
+             FROM filters WHERE id = 1")" = t ] || fail "the stored filter gives wrong answers"
+sql -c "SELECT 'filter: ' || bits || ' bits, k = ' || hashes || ', ' || bytes || ' bytes, '
+               || inserted || ' keys, stored out of line uncompressed'
+        FROM filters, bloom_info(f) WHERE id = 1"
+
+# ---------------------------------------------------------------------------------------------
+section "a) point lookup: pgbench -M prepared, 1 client, TCP loopback, $LOOKUP_ROUNDS rounds of $LOOKUP_SECONDS s runs"
+echo "keys: user<n>@mail.com, n random in [0, 2000000): half present, half absent"
+
+lookups=(bloom select1 unique partitioned row)
+declare -A lookup_label=(
+  [bloom]="bloom_contains(f, email) FROM filters WHERE id = 1"
+  [select1]="SELECT 1"
+  [unique]="EXISTS (... users WHERE email = ...), unique index"
+  [partitioned]="EXISTS (... users_partitioned WHERE email = ...), 64 partitions"
+  [row]="f IS NOT NULL FROM filters WHERE id = 1 (yardstick: no bloom_contains)"
+)
+pgbench_tps() {
+  local script=$1 seconds=$2 log=$BUILD_DIR/pgbench_$1.log tps
+  "$PGBENCH" -n -M prepared -c 1 -j 1 -T "$seconds" -h 127.0.0.1 -p "$PGPORT" -U postgres \
+    -f "bench/lookup_$script.sql" postgres >"$log" 2>&1 || { cat "$log" >&2; fail "pgbench $script failed"; }
+  tps=$(awk '/^tps = / {print $3; exit}' "$log")
+  [ -n "$tps" ] || { cat "$log" >&2; fail "no tps from pgbench $script"; }
+  echo "$tps"
+}
+for script in "${lookups[@]}"; do pgbench_tps "$script" 2 >/dev/null; done  # warm-up
+declare -A lookup_runs
+for round in $(seq 1 "$LOOKUP_ROUNDS"); do
+  # The order rotates each round, so no script always runs first or last.
+  for i in "${!lookups[@]}"; do
+    script=${lookups[$(( (i + round - 1) % ${#lookups[@]} ))]}
+    lookup_runs[$script]+="$(pgbench_tps "$script" "$LOOKUP_SECONDS") "
+  done
+done
+printf '%-72s %10s   %s\n' "query" "median TPS" "TPS round by round"
+for script in "${lookups[@]}"; do
+  # shellcheck disable=SC2086
+  printf '%-72s %10.0f   %s\n' "${lookup_label[$script]}" "$(median ${lookup_runs[$script]})" \
+    "$(printf '%.0f ' ${lookup_runs[$script]})"
+done
+declare -A lookup_ratio
+for other in select1 unique partitioned row; do
+  lookup_ratio[$other]=$(median_ratio "${lookup_runs[bloom]}" "${lookup_runs[$other]}")
+  printf 'lookup / %-13s %7s   (round by round: %s)\n' "$other:" "${lookup_ratio[$other]}" \
+    "$(paired_ratios "${lookup_runs[bloom]}" "${lookup_runs[$other]}" | xargs)"
+done
+row "a) lookup TPS / SELECT 1 TPS" "${lookup_ratio[select1]}" ">=" 0.85
+row "a) lookup TPS / unique-index probe TPS" "${lookup_ratio[unique]}" ">=" 1.0
+row "a) lookup TPS / 64-partition probe TPS" "${lookup_ratio[partitioned]}" ">=" 3
+row "a) lookup TPS / row-fetch-only TPS (yardstick)" "${lookup_ratio[row]}"
+
+# timed_queries ROUNDS SETTINGS LABEL=QUERY ...: in one session, one untimed run of each query,
+# then ROUNDS rounds of all of them in rotating order. Prints "LABEL milliseconds" lines, and
+# "waited milliseconds": how long the backend waited for a CPU over the timed runs.
+timed_queries() {
+  local rounds=$1 settings=$2; shift 2
+  local pairs=("$@") n=$# script="" round i pair
+  for pair in "${pairs[@]}"; do
+    script+="SELECT bench_ms(\$q\$${pair#*=}\$q\$) \\g /dev/null"$'\n'
+  done
+  script+="SELECT bench_cpu_wait_ms() AS wait_before \\gset"$'\n'
+  for round in $(seq 1 "$rounds"); do
+    for i in $(seq 0 $(( n - 1 ))); do
+      pair=${pairs[$(( (i + round - 1) % n ))]}
+      script+="SELECT '${pair%%=*}', bench_ms(\$q\$${pair#*=}\$q\$);"$'\n'
+    done
+  done
+  script+="SELECT 'waited', bench_cpu_wait_ms() - :wait_before;"$'\n'
+  sql -F' ' -c "$settings" -f - <<<"$script"
+}
+# times_of OUTPUT LABEL: the LABEL's milliseconds, round by round.
+times_of() { awk -v l="$2" '$1 == l {print $2}' <<<"$1" | xargs; }
+# waited_share OUTPUT: the share of the timed milliseconds the backend spent waiting for a CPU.
+waited_share() {
+  awk '$1 == "waited" {w = $2; next} {t += $2} END { printf "%.0f%%", 100 * w / t }' <<<"$1"
+}
+
+# ---------------------------------------------------------------------------------------------
+section "b) batch check: 1,000,000 candidates (half present) against the stored filter, serial, $ROUNDS rounds"
+
+batch_bloom="SELECT count(*) FROM candidates c, filters WHERE bloom_contains(f, c.email)"
+batch_length="SELECT count(*) FROM candidates c, filters WHERE length(c.email) > filters.id"
+serial_settings="SET max_parallel_workers_per_gather = 0"
+plan_of() { sql -c "$serial_settings" -c "EXPLAIN (COSTS OFF) $1"; }
+bloom_plan=$(plan_of "$batch_bloom")
+length_plan=$(plan_of "$batch_length")
+printf '  %s\n' "$bloom_plan" "" "$length_plan"
+# The same plan but for the join filter's expression.
+[ "$(grep -v 'Join Filter' <<<"$bloom_plan")" = "$(grep -v 'Join Filter' <<<"$length_plan")" ] \
+  || fail "the two batch queries do not have the same plan shape"
+positives=$(sql -c "$serial_settings" -c "$batch_bloom")
+present=$(sql -c "SELECT count(*) FROM candidates c WHERE EXISTS (SELECT 1 FROM users u WHERE u.email = c.email)")
+echo "bloom_contains is true for $positives candidates, $present of them present:" \
+  "false-positive rate $(awk -v p="$positives" -v t="$present" -v n=1000000 'BEGIN {printf "%.4f", (p - t) / (n - t)}')"
+
+batch_times=$(timed_queries "$ROUNDS" "$serial_settings" "bloom=$batch_bloom" "length=$batch_length")
+for label in bloom length; do
+  query=batch_$label
+  # shellcheck disable=SC2046
+  printf '%-80s %8.1f ms   (round by round: %s)\n' "${!query}" \
+    "$(median $(times_of "$batch_times" $label))" "$(times_of "$batch_times" $label)"
+done
+batch_ratio=$(median_ratio "$(times_of "$batch_times" bloom)" "$(times_of "$batch_times" length)")
+echo "bloom_contains / length: $batch_ratio   (round by round:" \
+  "$(paired_ratios "$(times_of "$batch_times" bloom)" "$(times_of "$batch_times" length)" | xargs))"
+echo "the backend waited for a CPU $(waited_share "$batch_times") of the time measured"
+row "b) batch bloom_contains time / length() time" "$batch_ratio" "<=" 1.3
+
+# ---------------------------------------------------------------------------------------------
+section "c) builds over users (1,000,000 distinct emails), $ROUNDS rounds"
+
+parallel_settings="SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0;
+  SET min_parallel_table_scan_size = 0; SET max_parallel_workers_per_gather = 2"
+builds=(count auto explicit)
+declare -A build_expression=(
+  [count]="count(email)"
+  [auto]="bloom_agg(email)"
+  [explicit]="bloom_agg(email, 1000000, 0.01)"
+)
+build_query() { echo "SELECT pg_column_size(${build_expression[$1]}) FROM users"; }
+modes=(serial parallel)
+declare -A mode_settings=([serial]=$serial_settings [parallel]=$parallel_settings)
+declare -A mode_label=([serial]=serial [parallel]="2 workers")
+declare -A memory_label=([serial]=serial [parallel]="2 workers, the leader's")
+
+# Under the parallel settings every build must run with 2 workers.
+for build in "${builds[@]}"; do
+  plan=$(sql -c "$parallel_settings" -c "EXPLAIN (ANALYZE, TIMING OFF, COSTS OFF) $(build_query "$build")")
+  grep -q 'Workers Planned: 2' <<<"$plan" || { echo "$plan" >&2; fail "no parallel plan for ${build_expression[$build]}"; }
+  echo "2-worker plan of ${build_expression[$build]}: Gather, 2 workers planned," \
+    "$(awk '/Workers Launched:/ {print $3}' <<<"$plan") launched"
+done
+
+declare -A build_runs build_waited
+for mode in "${modes[@]}"; do
+  pairs=()
+  for build in "${builds[@]}"; do pairs+=("$build=$(build_query "$build")"); done
+  times=$(timed_queries "$ROUNDS" "${mode_settings[$mode]}" "${pairs[@]}")
+  for build in "${builds[@]}"; do build_runs[$build,$mode]=$(times_of "$times" "$build"); done
+  build_waited[$mode]=$(waited_share "$times")
+done
+
+# Peak memory: a fresh session per query reads its own VmHWM (/proc/self/status) before and
+# after the query. It first runs count(email) serially, which maps every page of users in
+# shared_buffers into the backend (shared pages count in VmHWM), then once more under the
+# mode's settings. With 2 workers this is the leader's peak; the workers are other processes.
+peak_kb() {
+  sql <<EOF
+$serial_settings;
+SELECT count(email) FROM users \g /dev/null
+${mode_settings[$2]};
+SELECT count(email) FROM users \g /dev/null
+SELECT bench_peak_kb() AS before \gset
+$(build_query "$1") \g /dev/null
+SELECT bench_peak_kb() - :before;
+EOF
+}
+distinct=$(sql -c "SELECT count(DISTINCT email) FROM users")
+bound_kb=$(awk -v f="$filter_bytes" -v d="$distinct" 'BEGIN {printf "%.0f", (f + 16 * d) / 1024}')
+declare -A build_peak
+for mode in "${modes[@]}"; do
+  for build in "${builds[@]}"; do build_peak[$build,$mode]=$(peak_kb "$build" "$mode"); done
+done
+
+declare -A build_ratio
+printf '%-32s %-9s %9s %14s %12s   %s\n' "build" "mode" "median ms" "/ count(email)" "peak memory" "ms round by round"
+for build in "${builds[@]}"; do
+  for mode in "${modes[@]}"; do
+    build_ratio[$build,$mode]=$(median_ratio "${build_runs[$build,$mode]}" "${build_runs[count,$mode]}")
+    # shellcheck disable=SC2086
+    printf '%-32s %-9s %9.1f %14s %9s MB   %s\n' "${build_expression[$build]}" "${mode_label[$mode]}" \
+      "$(median ${build_runs[$build,$mode]})" "${build_ratio[$build,$mode]}" \
+      "$(mb "${build_peak[$build,$mode]}")" "${build_runs[$build,$mode]}"
+  done
+done
+declare -A build_speedup
+for build in "${builds[@]}"; do
+  build_speedup[$build]=$(median_ratio "${build_runs[$build,parallel]}" "${build_runs[$build,serial]}")
+  echo "${build_expression[$build]}: 2 workers / serial = ${build_speedup[$build]}"
+done
+echo "the backend waited for a CPU ${build_waited[serial]} (serial) and ${build_waited[parallel]} (2 workers, the leader) of the time measured"
+echo "memory bound: filter bytes + 16 bytes per distinct input = $filter_bytes + 16 x $distinct bytes = $(mb "$bound_kb") MB"
+echo "(peak memory: growth of the backend's VmHWM over the query; with 2 workers, the leader's)"
+for build in auto explicit; do
+  limit=2.5
+  [ "$build" = explicit ] && limit=2.0
+  for mode in "${modes[@]}"; do
+    row "c) ${build_expression[$build]} time / count, ${mode_label[$mode]}" "${build_ratio[$build,$mode]}" "<=" "$limit"
+  done
+  row "c) ${build_expression[$build]} time, 2 workers / serial" "${build_speedup[$build]}" "<" 1
+  for mode in "${modes[@]}"; do
+    row "c) ${build_expression[$build]} peak MB, ${memory_label[$mode]}" \
+      "$(mb "${build_peak[$build,$mode]}")" "<=" "$(mb "$bound_kb")"
+  done
+done
+row "c) count(email) time, 2 workers / serial (yardstick)" "${build_speedup[count]}"
+
+cluster_stop bench
+
+# ---------------------------------------------------------------------------------------------
+section "d) C++ core vs the seed article's algorithm (Google Benchmark, median of 3 repetitions, CPU time)"
+
+"$BUILD_DIR/core_bench" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+  --benchmark_out="$BUILD_DIR/core_bench.json" --benchmark_out_format=json >"$BUILD_DIR/core_bench.log" 2>&1 \
+  || { cat "$BUILD_DIR/core_bench.log" >&2; fail "core_bench failed"; }
+grep -v -e '_stddev' -e '_cv ' -e '_mean ' "$BUILD_DIR/core_bench.log"
+declare -A ns
+median_ns() {
+  python3 -c '
+import json, sys
+for b in json.load(open(sys.argv[1]))["benchmarks"]:
+    if b.get("aggregate_name") == "median":
+        scale = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[b["time_unit"]]
+        print(b["run_name"], b["cpu_time"] * scale)
+' "$1"
+}
+while read -r name value; do ns[$name]=$value; done < <(median_ns "$BUILD_DIR/core_bench.json")
+for name in BM_core_add BM_core_contains BM_core_hash BM_core_contains_cached BM_seed_add BM_seed_contains; do
+  [ -n "${ns[$name]:-}" ] || fail "no result for $name in $BUILD_DIR/core_bench.json"
+done
+printf '%-10s %12s %12s %9s\n' "" "core ns/op" "seed ns/op" "speedup"
+for op in add contains; do
+  printf '%-10s %12.1f %12.1f %8.1fx\n' "$op" "${ns[BM_core_$op]}" "${ns[BM_seed_$op]}" \
+    "$(ratio "${ns[BM_seed_$op]}" "${ns[BM_core_$op]}")"
+done
+printf 'core contains, parts: hashing the key %.1f ns/op; contains with 1,024 probes cycling (their blocks cached) %.1f ns/op\n' \
+  "${ns[BM_core_hash]}" "${ns[BM_core_contains_cached]}"
+row "d) core contains ns/op" "$(printf '%.1f' "${ns[BM_core_contains]}")" "<=" 25
+row "d) core contains speedup over the seed's" "$(ratio "${ns[BM_seed_contains]}" "${ns[BM_core_contains]}")" ">=" 20
+row "d) core add ns/op" "$(printf '%.1f' "${ns[BM_core_add]}")"
+row "d) core add speedup over the seed's" "$(ratio "${ns[BM_seed_add]}" "${ns[BM_core_add]}")"
+
+# ---------------------------------------------------------------------------------------------
+section "summary ($(( $(date +%s) - started_at )) s, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end)"
+{
+  echo "what|measured|target|result"
+  printf '%s\n' "${summary[@]}"
+} | column -t -s'|'
+passed=$(printf '%s\n' "${summary[@]}" | grep -c '|PASS$' || true)
+targets=$(printf '%s\n' "${summary[@]}" | grep -c -e '|PASS$' -e '|MISS$' || true)
+echo "$passed of $targets targets met"
+exit 0

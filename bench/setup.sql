@@ -1,0 +1,51 @@
+-- Data of the benchmarks: the seed scenario's million emails user0@mail.com .. user999999@mail.com
+-- in a plain table with a unique index, in a table hash-partitioned by id (64 partitions, so an
+-- email probe has no global index and visits every partition's index), as a bloom filter stored
+-- out of line, and a candidates table of a million emails of which half are present.
+\set ON_ERROR_STOP on
+CREATE EXTENSION bloomfilter;
+
+CREATE TABLE users (id integer PRIMARY KEY, email text NOT NULL UNIQUE);
+INSERT INTO users SELECT i, 'user' || i || '@mail.com' FROM generate_series(0, 999999) AS i;
+
+CREATE TABLE users_partitioned (id integer NOT NULL, email text NOT NULL) PARTITION BY HASH (id);
+SELECT format('CREATE TABLE users_partitioned_%s PARTITION OF users_partitioned '
+              'FOR VALUES WITH (MODULUS 64, REMAINDER %s)', r, r)
+FROM generate_series(0, 63) AS r \gexec
+INSERT INTO users_partitioned SELECT id, email FROM users;
+-- A unique index on a partitioned table must contain the partition key, so email gets a plain
+-- index on each partition.
+CREATE INDEX ON users_partitioned (email);
+
+CREATE TABLE filters (id integer PRIMARY KEY, f bloom NOT NULL);
+INSERT INTO filters SELECT 1, bloom_agg(email) FROM users;
+
+-- Even rows: a present email picked by a multiplicative walk over 0 .. 999999; odd rows: absent.
+CREATE TABLE candidates (email text NOT NULL);
+INSERT INTO candidates
+SELECT CASE WHEN i % 2 = 0 THEN 'user' || (i::bigint * 7919 % 1000000) || '@mail.com'
+            ELSE 'user' || (1000000 + i) || '@mail.com' END
+FROM generate_series(0, 999999) AS i;
+
+VACUUM (FREEZE, ANALYZE) users, users_partitioned, filters, candidates;
+
+-- Wall-clock milliseconds of one execution of a query, its rows discarded.
+CREATE FUNCTION bench_ms(query text) RETURNS double precision LANGUAGE plpgsql AS $$
+DECLARE
+    started timestamptz := clock_timestamp();
+BEGIN
+    EXECUTE query;
+    RETURN extract(epoch FROM clock_timestamp() - started) * 1000;
+END
+$$;
+
+-- This backend's peak resident set (VmHWM) in kB.
+CREATE FUNCTION bench_peak_kb() RETURNS bigint LANGUAGE sql AS $$
+    SELECT (regexp_match(pg_read_file('/proc/self/status'), 'VmHWM:\s+(\d+) kB'))[1]::bigint
+$$;
+
+-- How long this backend has waited for a CPU (run queue time from /proc/self/schedstat), in
+-- milliseconds: the share of a measurement that other processes on the machine took.
+CREATE FUNCTION bench_cpu_wait_ms() RETURNS double precision LANGUAGE sql AS $$
+    SELECT split_part(pg_read_file('/proc/self/schedstat'), ' ', 2)::bigint / 1e6
+$$;
