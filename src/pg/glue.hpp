@@ -21,6 +21,8 @@ extern "C" {
 #include "utils/uuid.h"
 }
 
+#include "compat.hpp"
+
 #include "../core/bloom.hpp"
 
 namespace bloomfilter {
