@@ -18,7 +18,9 @@ COMMENT ON TABLE bloom_filters IS 'maintained bloom filters: which column of whi
 -- under 2 KB, so they stay inside their row and no compression is ever tried (the type's STORAGE
 -- external); larger ones go out of line uncompressed and are read in slices.
 CREATE TABLE bloom_filter_shards (
-    name text NOT NULL REFERENCES bloom_filters ON DELETE CASCADE,
+    -- No foreign key to bloom_filters: a parallel pg_restore loads the two tables' rows at the
+    -- same time, and would reject shards whose filter row is not loaded yet.
+    name text NOT NULL,
     shard pg_catalog.int4 NOT NULL,
     f bloom NOT NULL,
     PRIMARY KEY (name, shard)
@@ -241,6 +243,7 @@ BEGIN
   END IF;
   PERFORM @extschema@.bloom_filter_drop_triggers(cfg);
   EXECUTE pg_catalog.format('DROP FUNCTION IF EXISTS %s()', @extschema@.bloom_filter_trigger_function(cfg));
+  DELETE FROM @extschema@.bloom_filter_shards WHERE name = cfg.name;
   DELETE FROM @extschema@.bloom_filters WHERE name = cfg.name;
 END $$;
 COMMENT ON FUNCTION bloom_filter_drop(text) IS 'drops a maintained filter, its shards and its triggers';

@@ -9,8 +9,6 @@
 #      committed email is found, and each filter equals one rebuilt from the committed rows.
 # Prints one line per check and exits non-zero when any fails. Used by `make test`.
 #   test/survival.sh [seconds of concurrent adds before the kill, default 4]
-# KNOWN_BUGS lists checks whose failure is reported but not counted (default: restored_parallel,
-# see below); KNOWN_BUGS= counts them all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CRASH_AFTER=${1:-4}
@@ -110,11 +108,8 @@ source_triggers=$(query source "$triggers_sql")
 ###############################################################################################
 pg_dump -Fc -d source -f "$work/source.dump"
 pg_dump -Fp -d source -f "$work/source.sql"
-# Parallel pg_restore loads the two config tables' data concurrently and can load
-# bloom_filter_shards before bloom_filters, which its foreign key rejects (a race: it fails in most
-# runs). Listed here, its failure is reported as "known" and not counted; remove it from the list
-# once the config tables restore in any order, and the check counts again.
-KNOWN_BUGS=${KNOWN_BUGS-"restored_parallel"}
+# Parallel pg_restore loads the two config tables' rows at the same time: they must restore in
+# any order.
 restored=""
 for db in restored_custom restored_parallel restored_plain; do
   createdb "$db"
@@ -127,17 +122,12 @@ for db in restored_custom restored_parallel restored_plain; do
       psql -X -q -v ON_ERROR_STOP=1 -d "$db" -f "$work/source.sql" >/dev/null 2>"$work/$db.err" && rc=0 || rc=$? ;;
   esac
   if [ "$rc" -ne 0 ] || [ -s "$work/$db.err" ]; then
-    if [[ " $KNOWN_BUGS " == *" $db "* ]]; then
-      printf 'known %s\n' "restore, $label: fails (known bug, not counted):"
-    else
-      fail "restore, $label: restores without an error or warning"
-    fi
+    fail "restore, $label: restores without an error or warning"
     sed 's/^/        /' "$work/$db.err" | head -20
     continue
   fi
   restored="$restored $db"
   pass "restore, $label: restores without an error or warning"
-  [[ " $KNOWN_BUGS " == *" $db "* ]] && echo "        (listed in KNOWN_BUGS but passed this time: the race did not hit)"
   same "  $db: every bloom value byte-identical, stored as before ($(wc -l <<<"$source_values") values)" \
     "$source_values" "$(query "$db" "$values_sql")"
   same "  $db: maintained filters' config and shards identical" "$source_maintained" "$(query "$db" "$maintained_sql")"

@@ -114,7 +114,12 @@ Status read_header(const uint8_t *data, size_t available, uint64_t total_length,
 }
 
 void write_empty(const Parameters &parameters, uint8_t *out) {
-    std::memset(out, 0, parameters.encoded_bytes());
+    std::memset(out + kHeaderBytes, 0, parameters.encoded_bytes() - kHeaderBytes);
+    write_header(parameters, out);
+}
+
+void write_header(const Parameters &parameters, uint8_t *out) {
+    std::memset(out, 0, kHeaderBytes);
     std::memcpy(out + kOffsetMagic, kMagic, sizeof kMagic);
     out[kOffsetVersion] = uint8_t(kFormatVersion);
     out[kOffsetBlockLog2] = uint8_t(parameters.block_log2);
@@ -144,10 +149,10 @@ Status check_compatible(const Header &a, const Header &b) {
     return Status::ok;
 }
 
-void union_bits(uint8_t *dst, const uint8_t *src, uint64_t begin, uint64_t end) {
+void union_bits(uint8_t *dst, const uint8_t *a, const uint8_t *b, uint64_t begin, uint64_t end) {
     uint8_t *d = dst + kHeaderBytes;
-    const uint8_t *s = src + kHeaderBytes;
-    for (uint64_t i = begin; i < end; i++) d[i] |= s[i];
+    const uint8_t *x = a + kHeaderBytes, *y = b + kHeaderBytes;
+    for (uint64_t i = begin; i < end; i++) d[i] = uint8_t(x[i] | y[i]);
 }
 
 void union_inserted(uint8_t *dst, const uint8_t *src) { add_inserted(dst, read_inserted(src)); }

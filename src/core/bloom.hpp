@@ -186,6 +186,8 @@ inline Status validate(const uint8_t *data, size_t length, Header *out) {
 
 // Writes an empty filter (header and zeroed blocks) into out, which holds encoded_bytes().
 void write_empty(const Parameters &parameters, uint8_t *out);
+// Writes only the header of an empty filter; the caller zeroes the blocks (in chunks, say).
+void write_header(const Parameters &parameters, uint8_t *out);
 
 // Operations on a validated encoding held in memory.
 struct FilterRef {
@@ -211,9 +213,10 @@ void add_inserted(uint8_t *data, uint64_t count);
 
 // Checks that two headers can be unioned; on mismatch says which parameter differs.
 Status check_compatible(const Header &a, const Header &b);
-// ORs bytes [begin, end) of the bit area of src into dst (both validated and compatible), so
-// callers can check for cancel between chunks. union_inserted() sums the counters.
-void union_bits(uint8_t *dst, const uint8_t *src, uint64_t begin, uint64_t end);
+// Sets bytes [begin, end) of the bit area of dst to those of a OR b (all three validated and
+// compatible; dst may be a), so callers can check for cancel between chunks. union_inserted()
+// sums the counters into dst.
+void union_bits(uint8_t *dst, const uint8_t *a, const uint8_t *b, uint64_t begin, uint64_t end);
 void union_inserted(uint8_t *dst, const uint8_t *src);
 
 struct Statistics {

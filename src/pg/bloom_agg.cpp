@@ -219,7 +219,7 @@ extern "C" Datum bloom_union_agg_transfn(PG_FUNCTION_ARGS) {
     if (state == nullptr) {
         state = sized_state_from(context, KeyKind::bytes, filter, header);
     } else {
-        union_into(state->filter, state->header, filter, header);
+        union_into(state->filter, state->filter, state->header, filter, header);
     }
     PG_RETURN_POINTER(state);
 }
@@ -281,7 +281,7 @@ extern "C" Datum bloom_agg_combinefn(PG_FUNCTION_ARGS) {
         target->sketch->merge(*source->sketch);
         target->inserted += source->inserted;
     } else {
-        union_into(target->filter, target->header, source->filter, source->header);
+        union_into(target->filter, target->filter, target->header, source->filter, source->header);
     }
     PG_RETURN_POINTER(target);
 }

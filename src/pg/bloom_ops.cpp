@@ -22,10 +22,6 @@ PG_FUNCTION_INFO_V1(bloom_shard_int8);
 PG_FUNCTION_INFO_V1(bloom_shard_uuid);
 }
 
-// How many array elements or bytes are processed between checks for query cancel.
-constexpr int kElementsPerInterruptCheck = 4096;
-constexpr uint64_t kBytesPerInterruptCheck = 1 << 20;
-
 // bloom_add(NULL, x) is NULL; bloom_add(f, NULL) is f, so an UPDATE with a NULL key keeps the
 // filter.
 static Datum add_key(FunctionCallInfo fcinfo, KeyKind kind) {
@@ -110,36 +106,38 @@ extern "C" Datum bloom_contains_array(PG_FUNCTION_ARGS) {
 }
 
 namespace bloomfilter {
-// ORs source into target (validated, writable) after checking that their parameters match.
-void union_into(struct varlena *target, const Header &target_header, struct varlena *source,
-                const Header &source_header) {
-    Status status = check_compatible(target_header, source_header);
+void union_into(struct varlena *target, struct varlena *a, const Header &a_header,
+                struct varlena *b, const Header &b_header) {
+    Status status = check_compatible(a_header, b_header);
     if (status == Status::capacity_mismatch)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("cannot union bloom filters with different capacity: " UINT64_FORMAT
                                " and " UINT64_FORMAT,
-                               target_header.parameters.capacity, source_header.parameters.capacity)));
+                               a_header.parameters.capacity, b_header.parameters.capacity)));
     if (status == Status::error_rate_mismatch)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("cannot union bloom filters with different error_rate: %g and %g",
-                               target_header.parameters.error_rate,
-                               source_header.parameters.error_rate)));
-    const uint64_t bytes = target_header.parameters.encoded_bytes() - kHeaderBytes;
+                               a_header.parameters.error_rate, b_header.parameters.error_rate)));
+    if (target != a) memcpy(bloom_bytes(target), bloom_bytes(a), kHeaderBytes);
+    const uint64_t bytes = a_header.parameters.encoded_bytes() - kHeaderBytes;
     for (uint64_t begin = 0; begin < bytes; begin += kBytesPerInterruptCheck) {
         CHECK_FOR_INTERRUPTS();
-        uint64_t end = begin + kBytesPerInterruptCheck < bytes ? begin + kBytesPerInterruptCheck : bytes;
-        union_bits(bloom_bytes(target), bloom_bytes(source), begin, end);
+        uint64_t end = begin + Min(kBytesPerInterruptCheck, bytes - begin);
+        union_bits(bloom_bytes(target), bloom_bytes(a), bloom_bytes(b), begin, end);
     }
-    union_inserted(bloom_bytes(target), bloom_bytes(source));
+    union_inserted(bloom_bytes(target), bloom_bytes(b));
 }
 }  // namespace bloomfilter
 
+// The result is written straight from both inputs: no copy of either first.
 extern "C" Datum bloom_union(PG_FUNCTION_ARGS) {
     Header left_header, right_header;
-    struct varlena *left = copy_filter(PG_GETARG_DATUM(0), &left_header);
+    struct varlena *left = read_filter(PG_GETARG_DATUM(0), &left_header);
     struct varlena *right = read_filter(PG_GETARG_DATUM(1), &right_header);
-    union_into(left, left_header, right, right_header);
-    PG_RETURN_POINTER(left);
+    struct varlena *result = static_cast<struct varlena *>(palloc(VARSIZE(left)));
+    SET_VARSIZE(result, VARSIZE(left));
+    union_into(result, left, left_header, right, right_header);
+    PG_RETURN_POINTER(result);
 }
 
 static Datum shard_key(FunctionCallInfo fcinfo, KeyKind kind) {

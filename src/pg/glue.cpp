@@ -63,11 +63,18 @@ struct varlena *copy_filter(Datum datum, Header *header) {
     return value;
 }
 
+// Zeroes in chunks, checking for cancel: a filter can be up to 1 GB.
 struct varlena *make_filter(const Parameters &parameters) {
     Size size = VARHDRSZ + parameters.encoded_bytes();
-    struct varlena *value = static_cast<struct varlena *>(palloc_extended(size, MCXT_ALLOC_HUGE));
+    struct varlena *value = static_cast<struct varlena *>(palloc(size));
     SET_VARSIZE(value, size);
-    write_empty(parameters, bloom_bytes(value));
+    uint8_t *bytes = bloom_bytes(value);
+    write_header(parameters, bytes);
+    const uint64_t bits_bytes = parameters.encoded_bytes() - kHeaderBytes;
+    for (uint64_t begin = 0; begin < bits_bytes; begin += kBytesPerInterruptCheck) {
+        CHECK_FOR_INTERRUPTS();
+        memset(bytes + kHeaderBytes + begin, 0, Min(kBytesPerInterruptCheck, bits_bytes - begin));
+    }
     return value;
 }
 

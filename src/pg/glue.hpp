@@ -82,10 +82,14 @@ inline Hash128 hash_key(Datum value, KeyKind kind) {
     });
 }
 
-// ORs source into target (validated, writable), raising 22023 naming the parameter that differs.
-// Checks for query cancel between chunks.
-void union_into(struct varlena *target, const Header &target_header, struct varlena *source,
-                const Header &source_header);
+// How many array elements or bytes are processed between checks for query cancel.
+constexpr int kElementsPerInterruptCheck = 4096;
+constexpr uint64_t kBytesPerInterruptCheck = 1 << 20;
+
+// Writes a OR b into target (all validated; target may be a, or new memory of the same size),
+// raising 22023 naming the parameter that differs. Checks for query cancel between chunks.
+void union_into(struct varlena *target, struct varlena *a, const Header &a_header,
+                struct varlena *b, const Header &b_header);
 
 // Membership of one hashed key in a filter argument, reading only the key's block when the
 // filter is stored out of line uncompressed, and the whole filter once per statement when the

@@ -78,7 +78,7 @@ inline void exercise_valid(const uint8_t *data, size_t size, const Header &heade
 
     // Union with itself, in place: the bits stay, the counter doubles (saturating).
     std::vector<uint8_t> doubled = filter;
-    union_bits(doubled.data(), doubled.data(), 0, size - kHeaderBytes);
+    union_bits(doubled.data(), doubled.data(), doubled.data(), 0, size - kHeaderBytes);
     union_inserted(doubled.data(), doubled.data());
     FUZZ_CHECK(std::memcmp(doubled.data() + kHeaderBytes, filter.data() + kHeaderBytes,
                            size - kHeaderBytes) == 0);
@@ -87,9 +87,9 @@ inline void exercise_valid(const uint8_t *data, size_t size, const Header &heade
     FUZZ_CHECK(read_inserted(doubled.data()) == (inserted > max / 2 ? max : 2 * inserted));
     // Union with the original input, in two chunks, and with the empty filter: nothing new.
     const uint64_t half = (size - kHeaderBytes) / 2;
-    union_bits(doubled.data(), data, 0, half);
-    union_bits(doubled.data(), data, half, size - kHeaderBytes);
-    union_bits(doubled.data(), empty.data(), 0, size - kHeaderBytes);
+    union_bits(doubled.data(), doubled.data(), data, 0, half);
+    union_bits(doubled.data(), doubled.data(), data, half, size - kHeaderBytes);
+    union_bits(doubled.data(), doubled.data(), empty.data(), 0, size - kHeaderBytes);
     FUZZ_CHECK(std::memcmp(doubled.data() + kHeaderBytes, filter.data() + kHeaderBytes,
                            size - kHeaderBytes) == 0);
     Header doubled_header;

@@ -670,7 +670,7 @@ TEST(Union, BitsOrAndCountersAdd) {
     put_u64(want.data() + kOffsetInserted, 1000);
 
     const std::vector<uint8_t> b_before = b.bytes;
-    union_bits(a.bytes.data(), b.bytes.data(), 0, a.bit_bytes());
+    union_bits(a.bytes.data(), a.bytes.data(), b.bytes.data(), 0, a.bit_bytes());
     union_inserted(a.bytes.data(), b.bytes.data());
     EXPECT_EQ(a.bytes, want);
     EXPECT_EQ(b.bytes, b_before);  // the source is only read
@@ -685,14 +685,14 @@ TEST(Union, InChunksEqualsWhole) {
     for (uint64_t i = 0; i < 50000; i++) a.ref().add(key.hash(i));
     for (uint64_t i = 50000; i < 100000; i++) b.ref().add(key.hash(i));
     whole.bytes = a.bytes;
-    union_bits(whole.bytes.data(), b.bytes.data(), 0, whole.bit_bytes());
+    union_bits(whole.bytes.data(), whole.bytes.data(), b.bytes.data(), 0, whole.bit_bytes());
     const uint64_t chunk = 4099;  // not a multiple of anything in the format
     for (uint64_t begin = 0; begin < a.bit_bytes(); begin += chunk)
-        union_bits(a.bytes.data(), b.bytes.data(), begin,
+        union_bits(a.bytes.data(), a.bytes.data(), b.bytes.data(), begin,
                    std::min<uint64_t>(begin + chunk, a.bit_bytes()));
     EXPECT_EQ(a.bytes, whole.bytes);
     // An empty range changes nothing.
-    union_bits(a.bytes.data(), b.bytes.data(), 10, 10);
+    union_bits(a.bytes.data(), a.bytes.data(), b.bytes.data(), 10, 10);
     EXPECT_EQ(a.bytes, whole.bytes);
     uint64_t false_negatives = 0;
     for (uint64_t i = 0; i < 100000; i++) false_negatives += !a.ref().contains(key.hash(i));
@@ -704,7 +704,7 @@ TEST(Union, WithItself) {
     for (int i = 0; i < 700; i++) a.add("k" + std::to_string(i));
     write_inserted(a.bytes.data(), 700);
     const std::vector<uint8_t> before = a.bytes;
-    union_bits(a.bytes.data(), a.bytes.data(), 0, a.bit_bytes());
+    union_bits(a.bytes.data(), a.bytes.data(), a.bytes.data(), 0, a.bit_bytes());
     union_inserted(a.bytes.data(), a.bytes.data());
     EXPECT_TRUE(
         std::equal(before.begin() + kHeaderBytes, before.end(), a.bytes.begin() + kHeaderBytes));
