@@ -185,88 +185,31 @@ Statistics statistics(const uint8_t *data, const Header &header) {
     return stats;
 }
 
-// Function objects, not function pointers, so std::sort inlines the comparison.
-struct HashLess {
-    bool operator()(const Hash128 &a, const Hash128 &b) const {
-        return a.high != b.high ? a.high < b.high : a.low < b.low;
-    }
-};
-struct HashEqual {
-    bool operator()(const Hash128 &a, const Hash128 &b) const {
-        return a.high == b.high && a.low == b.low;
-    }
-};
-constexpr HashLess hash_less{};
-constexpr HashEqual hash_equal{};
-
-// An in-place MSD radix pass on the top bits of the (uniformly random) high half puts every
-// hash into its bucket (American flag sort), then each small bucket is sorted in cache and
-// deduplicated. No memory beyond two small tables on the stack.
-size_t sort_unique(Hash128 *hashes, size_t count) {
-    constexpr int kMaxBucketBits = 11;
-    if (count < 1024) {
-        std::sort(hashes, hashes + count, hash_less);
-        return size_t(std::unique(hashes, hashes + count, hash_equal) - hashes);
-    }
-    int bits = 1;
-    while (bits < kMaxBucketBits && (count >> (bits + 6)) > 0) bits++;
-    const size_t buckets = size_t(1) << bits;
-    const int shift = 64 - bits;
-    size_t start[size_t(1) << kMaxBucketBits], next[size_t(1) << kMaxBucketBits];
-    std::memset(start, 0, sizeof(size_t) * buckets);
-    for (size_t i = 0; i < count; i++) start[hashes[i].high >> shift]++;
-    size_t offset = 0;
-    for (size_t b = 0; b < buckets; b++) {
-        size_t size = start[b];
-        start[b] = next[b] = offset;
-        offset += size;
-    }
-    for (size_t b = 0; b < buckets; b++) {
-        const size_t end = b + 1 < buckets ? start[b + 1] : count;
-        while (next[b] < end) {
-            size_t dest = hashes[next[b]].high >> shift;
-            if (dest == b) next[b]++;
-            else std::swap(hashes[next[b]], hashes[next[dest]++]);
-        }
-    }
-    size_t kept = 0;
-    for (size_t b = 0; b < buckets; b++) {
-        const size_t end = b + 1 < buckets ? start[b + 1] : count;
-        std::sort(hashes + start[b], hashes + end, hash_less);
-        Hash128 *last = std::unique(hashes + start[b], hashes + end, hash_equal);
-        size_t unique = size_t(last - (hashes + start[b]));
-        std::memmove(hashes + kept, hashes + start[b], unique * sizeof(Hash128));
-        kept += unique;
-    }
-    return kept;
+size_t HashSet::slots_for(size_t count) {
+    size_t slots = 16;
+    while (slots < 2 * count) slots *= 2;
+    return slots;
 }
 
-size_t deduplicate_unordered(Hash128 *hashes, size_t count, Hash128 *table, size_t table_slots) {
-    // All-zero marks an empty slot; a real all-zero hash is tracked apart.
-    std::memset(table, 0, table_slots * sizeof(Hash128));
-    const size_t mask = table_slots - 1;
-    bool seen_zero = false;
-    size_t kept = 0;
-    for (size_t i = 0; i < count; i++) {
-        const Hash128 h = hashes[i];
-        if (h.low == 0 && h.high == 0) {
-            if (!seen_zero) hashes[kept++] = h;
-            seen_zero = true;
-            continue;
-        }
-        size_t slot = size_t(h.low) & mask;
-        for (;;) {
-            Hash128 &entry = table[slot];
-            if (entry.low == 0 && entry.high == 0) {
-                entry = h;
-                hashes[kept++] = h;
-                break;
-            }
-            if (hash_equal(entry, h)) break;
-            slot = (slot + 1) & mask;
-        }
+HashSet::HashSet(Hash128 *slots, size_t slot_count)
+    : slots_(slots), mask_(slot_count - 1), has_zero_(false) {
+    std::memset(slots, 0, slot_count * sizeof(Hash128));
+}
+
+bool HashSet::insert(Hash128 h) {
+    if (h.low == 0 && h.high == 0) {
+        bool is_new = !has_zero_;
+        has_zero_ = true;
+        return is_new;
     }
-    return kept;
+    for (size_t slot = size_t(h.low) & mask_;; slot = (slot + 1) & mask_) {
+        Hash128 &entry = slots_[slot];
+        if (entry.low == 0 && entry.high == 0) {
+            entry = h;
+            return true;
+        }
+        if (entry.low == h.low && entry.high == h.high) return false;
+    }
 }
 
 double DistinctSketch::estimate() const {

@@ -227,14 +227,22 @@ struct Statistics {
 };
 Statistics statistics(const uint8_t *data, const Header &header);
 
-// Sorts an array of hashes and removes duplicates in place; returns the new count. The
-// auto-sized aggregate keeps one Hash128 per distinct input this way.
-size_t sort_unique(Hash128 *hashes, size_t count);
+// A set of distinct hashes over caller-owned slots (open addressing, linear probing). The
+// auto-sized aggregate deduplicates each bucket of its hashes with it, in cache.
+class HashSet {
+public:
+    // The number of slots for up to `count` hashes: a power of two, at least twice as many.
+    static size_t slots_for(size_t count);
+    // Clears `slot_count` slots (a value of slots_for()).
+    HashSet(Hash128 *slots, size_t slot_count);
+    // True when h was not in the set yet.
+    bool insert(Hash128 h);
 
-// Removes duplicates in place without sorting (order is not kept); returns the new count.
-// `table` is scratch of `table_slots` entries, a power of two of at least 2 * count: an open
-// addressing set that stays in cache for the few thousand hashes of one aggregate bucket.
-size_t deduplicate_unordered(Hash128 *hashes, size_t count, Hash128 *table, size_t table_slots);
+private:
+    Hash128 *slots_;
+    size_t mask_;
+    bool has_zero_;  // all-zero marks an empty slot, so a real all-zero hash is kept apart
+};
 
 // A HyperLogLog sketch of the distinct keys seen (1024 registers, about 3% error). The
 // auto-sized aggregate asks it whether deduplicating its hashes now would free memory, so it

@@ -7,9 +7,10 @@
 // - auto-sized (bloom_agg(value), bloom_agg(value, error_rate)): the distinct 128-bit hashes of
 //   the keys, 16 bytes each, from which the final function sizes the filter for their number.
 //   They are appended to 256 buckets by their top bits (appends stay in cache, and each bucket
-//   is sorted on its own, in cache, at the end); a bucket is deduplicated before it grows only
-//   when a HyperLogLog sketch says the input repeats itself, so memory follows the number of
-//   distinct keys without sorting a mostly distinct input more than once.
+//   is deduplicated on its own, in cache, at the end). A bucket is a list of chunks, so growing
+//   never copies and at most its last chunk is partly empty; it is deduplicated before it grows
+//   only when a HyperLogLog sketch says the input repeats itself, so memory follows the number
+//   of distinct keys without deduplicating a mostly distinct input more than once.
 #include "glue.hpp"
 
 using namespace bloomfilter;
@@ -30,14 +31,24 @@ namespace {
 constexpr double kDefaultErrorRate = 0.01;
 constexpr uint32_t kBucketBits = 8;
 constexpr uint32_t kBuckets = 1u << kBucketBits;
-constexpr size_t kInitialBucketHashes = 16;
+// Chunks grow from 16 hashes to 1024 (16 KB): small groups stay small, and the partly empty
+// last chunks of all buckets add at most 4 MB.
+constexpr uint32_t kFirstChunkHashes = 16;
+constexpr uint32_t kLargestChunkHashes = 1024;
 // Deduplicate when the hashes held exceed the estimated distinct count by this factor.
 constexpr double kDeduplicateAbove = 1.5;
 
+struct HashChunk {
+    HashChunk *next;
+    uint32_t count;
+    uint32_t capacity;
+    Hash128 hashes[1];  // `capacity` of them, allocated past the struct's end
+};
+
 struct HashBucket {
-    Hash128 *hashes;
+    HashChunk *first;
+    HashChunk *last;
     size_t count;
-    size_t allocated;
 };
 
 struct AggregateState {
@@ -90,31 +101,67 @@ inline HashBucket &bucket_of(AggregateState *state, Hash128 h) {
     return state->buckets[h.high >> (64 - kBucketBits)];
 }
 
-void deduplicate(AggregateState *state, HashBucket &bucket) {
-    size_t kept = sort_unique(bucket.hashes, bucket.count);
+void add_chunk(AggregateState *state, HashBucket &bucket) {
+    uint32_t capacity = bucket.last ? Min(2 * bucket.last->capacity, kLargestChunkHashes)
+                                    : kFirstChunkHashes;
+    HashChunk *chunk = static_cast<HashChunk *>(MemoryContextAlloc(
+        state->context, offsetof(HashChunk, hashes) + capacity * sizeof(Hash128)));
+    chunk->next = nullptr;
+    chunk->count = 0;
+    chunk->capacity = capacity;
+    if (bucket.last) bucket.last->next = chunk;
+    else bucket.first = chunk;
+    bucket.last = chunk;
+}
+
+// Keeps the first of equal hashes, compacting the bucket's chunks in place (the write position
+// never passes the read position) and freeing the chunks left empty. `set` has room for
+// bucket.count hashes.
+void deduplicate(AggregateState *state, HashBucket &bucket, Hash128 *set_slots) {
+    if (bucket.count == 0) return;
+    HashSet set(set_slots, HashSet::slots_for(bucket.count));
+    HashChunk *write = bucket.first;
+    uint32_t write_index = 0;
+    for (HashChunk *read = bucket.first; read != nullptr; read = read->next) {
+        for (uint32_t i = 0; i < read->count; i++) {
+            const Hash128 h = read->hashes[i];
+            if (!set.insert(h)) continue;
+            if (write_index == write->capacity) {
+                write->count = write_index;
+                write = write->next;
+                write_index = 0;
+            }
+            write->hashes[write_index++] = h;
+        }
+    }
+    write->count = write_index;
+    for (HashChunk *chunk = write->next; chunk != nullptr;) {
+        HashChunk *next = chunk->next;
+        pfree(chunk);
+        chunk = next;
+    }
+    write->next = nullptr;
+    bucket.last = write;
+    size_t kept = 0;
+    for (HashChunk *chunk = bucket.first; chunk != nullptr; chunk = chunk->next) kept += chunk->count;
     state->held -= bucket.count - kept;
     bucket.count = kept;
 }
 
-// Room for `more` hashes in a bucket.
-void reserve_hashes(AggregateState *state, HashBucket &bucket, size_t more) {
-    if (bucket.count + more <= bucket.allocated) return;
-    if (bucket.count > 0 && double(state->held) > kDeduplicateAbove * state->sketch->estimate()) {
-        deduplicate(state, bucket);
-        if (bucket.count + more <= bucket.allocated) return;
-    }
-    size_t wanted = bucket.allocated ? bucket.allocated : kInitialBucketHashes;
-    while (bucket.count + more > wanted) wanted *= 2;
-    bucket.hashes = static_cast<Hash128 *>(
-        bucket.hashes ? repalloc_huge(bucket.hashes, wanted * sizeof(Hash128))
-                      : MemoryContextAllocHuge(state->context, wanted * sizeof(Hash128)));
-    bucket.allocated = wanted;
-}
-
 void hold(AggregateState *state, Hash128 h) {
     HashBucket &bucket = bucket_of(state, h);
-    if (bucket.count == bucket.allocated) reserve_hashes(state, bucket, 1);
-    bucket.hashes[bucket.count++] = h;
+    if (bucket.last == nullptr || bucket.last->count == bucket.last->capacity) {
+        // Before growing a bucket of a repetitive input, drop its repeats.
+        if (bucket.count > 0 && double(state->held) > kDeduplicateAbove * state->sketch->estimate()) {
+            Hash128 *slots = static_cast<Hash128 *>(
+                palloc_extended(HashSet::slots_for(bucket.count) * sizeof(Hash128), MCXT_ALLOC_HUGE));
+            deduplicate(state, bucket, slots);
+            pfree(slots);
+        }
+        if (bucket.last == nullptr || bucket.last->count == bucket.last->capacity) add_chunk(state, bucket);
+    }
+    bucket.last->hashes[bucket.last->count++] = h;
+    bucket.count++;
     state->held++;
     state->sketch->add(h);
 }
@@ -130,18 +177,22 @@ uint64_t deduplicate_all(AggregateState *state) {
     size_t largest = 0;
     for (uint32_t b = 0; b < kBuckets; b++) largest = Max(largest, state->buckets[b].count);
     if (largest == 0) return 0;
-    size_t slots = 16;
-    while (slots < 2 * largest) slots *= 2;
-    Hash128 *table = static_cast<Hash128 *>(palloc_extended(slots * sizeof(Hash128), MCXT_ALLOC_HUGE));
+    Hash128 *slots = static_cast<Hash128 *>(
+        palloc_extended(HashSet::slots_for(largest) * sizeof(Hash128), MCXT_ALLOC_HUGE));
     for (uint32_t b = 0; b < kBuckets; b++) {
         if ((b & 15) == 15) CHECK_FOR_INTERRUPTS();
-        HashBucket &bucket = state->buckets[b];
-        size_t kept = deduplicate_unordered(bucket.hashes, bucket.count, table, slots);
-        state->held -= bucket.count - kept;
-        bucket.count = kept;
+        deduplicate(state, state->buckets[b], slots);
     }
-    pfree(table);
+    pfree(slots);
     return state->held;
+}
+
+// Calls use(h) for every hash held, bucket by bucket.
+template <typename Use>
+void for_each_hash(const AggregateState *state, Use &&use) {
+    for (uint32_t b = 0; b < kBuckets; b++)
+        for (const HashChunk *chunk = state->buckets[b].first; chunk != nullptr; chunk = chunk->next)
+            for (uint32_t i = 0; i < chunk->count; i++) use(chunk->hashes[i]);
 }
 
 AggregateState *auto_transition(FunctionCallInfo fcinfo, double error_rate) {
@@ -243,10 +294,7 @@ extern "C" Datum bloom_agg_finalfn(PG_FUNCTION_ARGS) {
     struct varlena *result = make_filter(parameters);
     FilterRef ref = FilterRef::of(bloom_bytes(result), parameters);
     // Bucket by bucket, the blocks written move forward through the filter.
-    for (uint32_t b = 0; b < kBuckets; b++) {
-        const HashBucket &bucket = state->buckets[b];
-        for (size_t i = 0; i < bucket.count; i++) ref.add(bucket.hashes[i]);
-    }
+    for_each_hash(state, [&ref](Hash128 h) { ref.add(h); });
     write_inserted(bloom_bytes(result), state->inserted);
     PG_RETURN_POINTER(result);
 }
@@ -269,16 +317,7 @@ extern "C" Datum bloom_agg_combinefn(PG_FUNCTION_ARGS) {
         ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
                         errmsg("cannot combine bloom aggregate states of different kinds")));
     if (target->auto_sized) {
-        for (uint32_t b = 0; b < kBuckets; b++) {
-            const HashBucket &from = source->buckets[b];
-            if (from.count == 0) continue;
-            HashBucket &to = target->buckets[b];
-            reserve_hashes(target, to, from.count);
-            memcpy(to.hashes + to.count, from.hashes, from.count * sizeof(Hash128));
-            to.count += from.count;
-            target->held += from.count;
-        }
-        target->sketch->merge(*source->sketch);
+        for_each_hash(source, [target](Hash128 h) { hold(target, h); });
         target->inserted += source->inserted;
     } else {
         union_into(target->filter, target->filter, target->header, source->filter, source->header);
@@ -310,13 +349,11 @@ extern "C" Datum bloom_agg_serialfn(PG_FUNCTION_ARGS) {
         store_u64(out + 10, state->inserted);
         store_u64(out + 18, distinct);
         out += kSerialAutoHeader;
-        for (uint32_t b = 0; b < kBuckets; b++) {
-            const HashBucket &bucket = state->buckets[b];
-            for (size_t i = 0; i < bucket.count; i++, out += 16) {
-                store_u64(out, bucket.hashes[i].low);
-                store_u64(out + 8, bucket.hashes[i].high);
-            }
-        }
+        for_each_hash(state, [&out](Hash128 h) {
+            store_u64(out, h.low);
+            store_u64(out + 8, h.high);
+            out += 16;
+        });
     } else {
         size_t length = bloom_length(state->filter);
         size = VARHDRSZ + 2 + length;

@@ -1,6 +1,7 @@
 // Unit tests for the Bloom filter core (src/core): sizing, hashing, the byte format and its
-// validation, add / contains, union, statistics, sort_unique, hex text and shards. Built plain and
-// under AddressSanitizer + UndefinedBehaviorSanitizer by `make unit-test`.
+// validation, add / contains, union, statistics, the aggregate's HashSet and DistinctSketch, hex
+// text and shards. Built plain and under AddressSanitizer + UndefinedBehaviorSanitizer by
+// `make unit-test`.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -882,7 +883,7 @@ TEST(Hex, BadInputs) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// sort_unique
+// HashSet: deduplication of the auto-sized aggregate's hashes
 
 namespace {
 
@@ -891,66 +892,89 @@ bool hash_order(const Hash128 &a, const Hash128 &b) {
 }
 bool hash_same(const Hash128 &a, const Hash128 &b) { return a.high == b.high && a.low == b.low; }
 
-void expect_sort_unique_matches(std::vector<Hash128> input, const char *what) {
+// Deduplicates as the aggregate does, keeping first occurrences, and compares with sort + unique.
+void expect_deduplication_matches(const std::vector<Hash128> &input, const char *what) {
+    std::vector<Hash128> slots(HashSet::slots_for(input.size()));
+    ASSERT_GE(slots.size(), 2 * input.size());
+    ASSERT_EQ(slots.size() & (slots.size() - 1), 0u) << "a power of two";
+    HashSet set(slots.data(), slots.size());
+    std::vector<Hash128> kept;
+    for (const Hash128 &h : input)
+        if (set.insert(h)) kept.push_back(h);
+    if (input.size() <= 5000) {  // first occurrences in input order (quadratic: small inputs)
+        std::vector<Hash128> first;
+        for (const Hash128 &h : input)
+            if (std::none_of(first.begin(), first.end(),
+                             [&h](const Hash128 &f) { return hash_same(f, h); }))
+                first.push_back(h);
+        ASSERT_EQ(kept.size(), first.size()) << what;
+        for (size_t i = 0; i < kept.size(); i++)
+            ASSERT_TRUE(hash_same(kept[i], first[i])) << what << " at " << i;
+    }
     std::vector<Hash128> want = input;
     std::sort(want.begin(), want.end(), hash_order);
     want.erase(std::unique(want.begin(), want.end(), hash_same), want.end());
-    const size_t kept = sort_unique(input.data(), input.size());
-    ASSERT_EQ(kept, want.size()) << what << " size " << input.size();
-    for (size_t i = 0; i < kept; i++) {
-        ASSERT_EQ(input[i].high, want[i].high) << what << " at " << i;
-        ASSERT_EQ(input[i].low, want[i].low) << what << " at " << i;
-    }
+    std::sort(kept.begin(), kept.end(), hash_order);
+    ASSERT_EQ(kept.size(), want.size()) << what << " size " << input.size();
+    for (size_t i = 0; i < kept.size(); i++) ASSERT_TRUE(hash_same(kept[i], want[i])) << what << " at " << i;
+    // Everything is in the set now.
+    for (const Hash128 &h : input) ASSERT_FALSE(set.insert(h)) << what;
 }
 
 }  // namespace
 
-TEST(SortUnique, RandomWithDuplicates) {
+TEST(HashSet, RandomWithDuplicates) {
     std::mt19937_64 random(2024);
     for (size_t size : {0u, 1u, 2u, 1023u, 1024u, 1025u, 4096u, 100000u, 300000u}) {
-        // A pool of half as many distinct hashes, some sharing a high half; draw with replacement.
+        // A pool of half as many distinct hashes, some sharing a half; draw with replacement.
         std::vector<Hash128> pool(std::max<size_t>(1, size / 2));
         for (size_t i = 0; i < pool.size(); i++) {
             pool[i] = Hash128{random(), random()};
             if (i > 0 && random() % 4 == 0) pool[i].high = pool[i - 1].high;
+            if (i > 0 && random() % 4 == 0) pool[i].low = pool[i - 1].low;
         }
         std::vector<Hash128> input(size);
         for (auto &h : input) h = pool[random() % pool.size()];
-        expect_sort_unique_matches(input, "random");
-        // No duplicates at all, and every element repeated.
+        expect_deduplication_matches(input, "random");
         std::vector<Hash128> distinct(size);
         for (auto &h : distinct) h = Hash128{random(), random()};
-        expect_sort_unique_matches(distinct, "distinct");
+        expect_deduplication_matches(distinct, "distinct");
         std::vector<Hash128> doubled = distinct;
         doubled.insert(doubled.end(), distinct.begin(), distinct.end());
         std::shuffle(doubled.begin(), doubled.end(), random);
-        expect_sort_unique_matches(doubled, "doubled");
+        expect_deduplication_matches(doubled, "doubled");
     }
 }
 
-TEST(SortUnique, SkewedAndSorted) {
+TEST(HashSet, CollidingSlotsAndZero) {
     std::mt19937_64 random(5);
-    const size_t size = 50000;
-    std::vector<Hash128> input(size);
-    // Everything in one radix bucket.
-    for (auto &h : input) h = Hash128{random(), random() >> 20};
-    expect_sort_unique_matches(input, "one bucket");
-    // All equal.
-    std::fill(input.begin(), input.end(), Hash128{42, 0xffffffffffffffffull});
-    expect_sort_unique_matches(input, "all equal");
-    // Already sorted and reverse sorted, with the extreme values.
-    for (size_t i = 0; i < size; i++) input[i] = Hash128{i, ~uint64_t(0) / size * i};
-    input.back() = Hash128{~uint64_t(0), ~uint64_t(0)};
-    input.front() = Hash128{0, 0};
-    std::sort(input.begin(), input.end(), hash_order);
-    expect_sort_unique_matches(input, "sorted");
-    std::reverse(input.begin(), input.end());
-    expect_sort_unique_matches(input, "reversed");
+    // Every hash probes from the same slot (equal low halves): linear probing must still work.
+    std::vector<Hash128> input(3000);
+    for (auto &h : input) h = Hash128{42, random() % 1000};
+    expect_deduplication_matches(input, "same slot");
+    // The all-zero hash, which marks empty slots, is a member like any other.
+    input.assign({Hash128{0, 0}, Hash128{0, 1}, Hash128{0, 0}, Hash128{1, 0}, Hash128{0, 0}});
+    expect_deduplication_matches(input, "zero");
     // Real key hashes, as the auto-sized aggregate sees them.
     SeedKey key;
     std::vector<Hash128> hashes;
     for (uint64_t i = 0; i < 200000; i++) hashes.push_back(key.hash(i % 150000));
-    expect_sort_unique_matches(hashes, "seed keys");
+    expect_deduplication_matches(hashes, "seed keys");
+}
+
+TEST(DistinctSketch, EstimatesWithinAFewPercent) {
+    SeedKey key;
+    for (uint64_t n : {10ull, 1000ull, 100000ull, 1000000ull}) {
+        DistinctSketch sketch{};
+        for (uint64_t i = 0; i < n; i++) sketch.add(key.hash(i));
+        // Repeats do not change it.
+        for (uint64_t i = 0; i < n; i++) sketch.add(key.hash(i));
+        EXPECT_NEAR(sketch.estimate(), double(n), 0.1 * double(n) + 1) << n;
+        DistinctSketch half{}, other{};
+        for (uint64_t i = 0; i < n; i++) (i % 2 ? half : other).add(key.hash(i));
+        half.merge(other);
+        EXPECT_NEAR(half.estimate(), sketch.estimate(), 1e-9 * double(n)) << n;
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
