@@ -1,0 +1,5 @@
+\set n random(1, 1000000000000)
+BEGIN;
+CALL sign_up('rbco' || :client_id || '-' || :n || '@mail.com');
+ROLLBACK;
+INSERT INTO rolled_back VALUES ('rbco' || :client_id || '-' || :n || '@mail.com');

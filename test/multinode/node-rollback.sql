@@ -1,0 +1,5 @@
+\set n random(1, 1000000000000)
+BEGIN;
+INSERT INTO users (email) VALUES (homed_email('rb' || :node || 'c' || :client_id || '-' || :n, :node));
+ROLLBACK;
+INSERT INTO rolled_back VALUES (homed_email('rb' || :node || 'c' || :client_id || '-' || :n, :node));
