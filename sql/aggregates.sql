@@ -72,3 +72,14 @@ SELECT bloom_agg(email) = (SELECT a FROM serial_result) AS parallel_auto_equals_
        bloom_union_agg(bloom_add(bloom_empty(10), email)) = (SELECT u FROM serial_result) AS parallel_union_equals_serial
 FROM big_input;
 RESET ALL;
+
+-- As window aggregates: each row's running filter holds that row's email and those before it
+-- (user299 is the last row's: earlier filters have it only as a false positive).
+SELECT count(*) FILTER (WHERE bloom_contains(running_sized, email)) AS sized_found,
+       count(*) FILTER (WHERE bloom_contains(running_auto, email)) AS auto_found,
+       count(*) FILTER (WHERE bloom_contains(running_sized, 'user299@mail.com')) AS rows_with_user299,
+       count(*) AS rows
+FROM (SELECT email,
+             bloom_agg(email, 5000, 0.01) OVER (ORDER BY id) AS running_sized,
+             bloom_agg(email) OVER (ORDER BY id) AS running_auto
+      FROM agg_input WHERE id <= 300 AND email IS NOT NULL) w;

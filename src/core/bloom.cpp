@@ -185,9 +185,11 @@ Statistics statistics(const uint8_t *data, const Header &header) {
     return stats;
 }
 
+// Loaded at most 2/3: linear probing stays short, and the scratch is at most 3 x 16 bytes per
+// hash of the largest bucket.
 size_t HashSet::slots_for(size_t count) {
     size_t slots = 16;
-    while (slots < 2 * count) slots *= 2;
+    while (2 * slots < 3 * count) slots *= 2;
     return slots;
 }
 

@@ -231,7 +231,7 @@ Statistics statistics(const uint8_t *data, const Header &header);
 // auto-sized aggregate deduplicates each bucket of its hashes with it, in cache.
 class HashSet {
 public:
-    // The number of slots for up to `count` hashes: a power of two, at least twice as many.
+    // The number of slots for up to `count` hashes: a power of two, at least 1.5 times as many.
     static size_t slots_for(size_t count);
     // Clears `slot_count` slots (a value of slots_for()).
     HashSet(Hash128 *slots, size_t slot_count);

@@ -31,10 +31,11 @@ namespace {
 constexpr double kDefaultErrorRate = 0.01;
 constexpr uint32_t kBucketBits = 8;
 constexpr uint32_t kBuckets = 1u << kBucketBits;
-// Chunks grow from 16 hashes to 1024 (16 KB): small groups stay small, and the partly empty
-// last chunks of all buckets add at most 4 MB.
-constexpr uint32_t kFirstChunkHashes = 16;
-constexpr uint32_t kLargestChunkHashes = 1024;
+// Chunks grow from 31 hashes to 511 (8 KB): small groups stay small, and the partly empty last
+// chunks of all buckets add at most 2 MB. With the 16-byte chunk header every size is a power of
+// two, as the memory context rounds it, so nothing is wasted.
+constexpr uint32_t kFirstChunkHashes = 31;
+constexpr uint32_t kLargestChunkHashes = 511;
 // Deduplicate when the hashes held exceed the estimated distinct count by this factor.
 constexpr double kDeduplicateAbove = 1.5;
 
@@ -64,6 +65,9 @@ struct AggregateState {
     HashBucket *buckets;  // kBuckets of them
     uint64_t held;        // hashes held in all buckets
     DistinctSketch *sketch;
+    // Made by the deserialize function for one combine call, in the aggregate context: the
+    // combine function may take its chunks instead of copying them.
+    bool consumable;
 };
 
 MemoryContext aggregate_context(FunctionCallInfo fcinfo, const char *name) {
@@ -102,7 +106,7 @@ inline HashBucket &bucket_of(AggregateState *state, Hash128 h) {
 }
 
 void add_chunk(AggregateState *state, HashBucket &bucket) {
-    uint32_t capacity = bucket.last ? Min(2 * bucket.last->capacity, kLargestChunkHashes)
+    uint32_t capacity = bucket.last ? Min(2 * bucket.last->capacity + 1, kLargestChunkHashes)
                                     : kFirstChunkHashes;
     HashChunk *chunk = static_cast<HashChunk *>(MemoryContextAlloc(
         state->context, offsetof(HashChunk, hashes) + capacity * sizeof(Hash128)));
@@ -280,12 +284,9 @@ extern "C" Datum bloom_union_agg_transfn(PG_FUNCTION_ARGS) {
 extern "C" Datum bloom_agg_finalfn(PG_FUNCTION_ARGS) {
     if (PG_ARGISNULL(0)) PG_RETURN_NULL();
     AggregateState *state = reinterpret_cast<AggregateState *>(PG_GETARG_POINTER(0));
-    if (!state->auto_sized) {
-        Size size = VARSIZE(state->filter);
-        struct varlena *result = static_cast<struct varlena *>(palloc(size));
-        memcpy(result, state->filter, size);
-        PG_RETURN_POINTER(result);
-    }
+    // The state's filter itself, not a copy (which would double the memory): it lives until the
+    // aggregate's result has been used, and window aggregates copy results before going on.
+    if (!state->auto_sized) PG_RETURN_POINTER(state->filter);
     uint64_t distinct = deduplicate_all(state);
     if (distinct == 0) PG_RETURN_NULL();
     Parameters parameters;
@@ -316,7 +317,22 @@ extern "C" Datum bloom_agg_combinefn(PG_FUNCTION_ARGS) {
     if (target->auto_sized != source->auto_sized)
         ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
                         errmsg("cannot combine bloom aggregate states of different kinds")));
-    if (target->auto_sized) {
+    if (target->auto_sized && source->consumable) {
+        // Move the source's chunk lists over: no copy, no extra memory.
+        for (uint32_t b = 0; b < kBuckets; b++) {
+            HashBucket &from = source->buckets[b], &to = target->buckets[b];
+            if (from.first == nullptr) continue;
+            if (to.last) to.last->next = from.first;
+            else to.first = from.first;
+            to.last = from.last;
+            to.count += from.count;
+            from = HashBucket{nullptr, nullptr, 0};
+        }
+        target->held += source->held;
+        source->held = 0;
+        target->sketch->merge(*source->sketch);
+        target->inserted += source->inserted;
+    } else if (target->auto_sized) {
         for_each_hash(source, [target](Hash128 h) { hold(target, h); });
         target->inserted += source->inserted;
     } else {
@@ -405,5 +421,6 @@ extern "C" Datum bloom_agg_deserialfn(PG_FUNCTION_ARGS) {
     for (uint64_t i = 0; i < count; i++, hashes += 16)
         hold(state, Hash128{load_u64(hashes), load_u64(hashes + 8)});
     state->inserted = load_u64(in + 10);
+    state->consumable = true;
     PG_RETURN_POINTER(state);
 }
