@@ -30,7 +30,8 @@ else
 include $(PGXS)
 endif
 
-.PHONY: deps demo test unit-test regress-test concurrency-test bench
+.PHONY: deps demo test unit-test regress-test concurrency-test survival-test limits-test \
+        multinode-test bench
 
 deps:
 	@test/bootstrap.sh
@@ -59,6 +60,15 @@ regress-test:
 concurrency-test:
 	test/signups.sh 5
 
+# Dump/restore, binary COPY, crash recovery; limits (1 GB, cancel, memory); three nodes with
+# postgres_fdw and a streaming replica.
+survival-test:
+	test/survival.sh
+limits-test:
+	test/limits.sh
+multinode-test:
+	test/multinode.sh
+
 test: deps
 	$(MAKE) all
 	test/install.sh
@@ -66,6 +76,9 @@ test: deps
 	$(MAKE) fuzz-smoke
 	$(MAKE) regress-test
 	$(MAKE) concurrency-test
+	$(MAKE) survival-test
+	$(MAKE) limits-test
+	$(MAKE) multinode-test
 
 demo: deps
 	$(MAKE) all

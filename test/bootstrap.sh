@@ -6,7 +6,8 @@ PG_MAJOR=${PG_MAJOR:-15}
 packages=()
 need() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed' || packages+=("$1"); }
 for p in make g++ "postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR" postgresql-client-$PG_MAJOR \
-         libxxhash-dev libgtest-dev libbenchmark-dev clang-14 libclang-rt-14-dev; do
+         libxxhash-dev libgtest-dev libbenchmark-dev libssl-dev clang-14 libclang-rt-14-dev \
+         python3 iproute2; do
   need "$p"
 done
 [ ${#packages[@]} -eq 0 ] && exit 0

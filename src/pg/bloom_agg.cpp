@@ -5,7 +5,8 @@
 // - sized (bloom_agg(value, capacity, error_rate) and bloom_union_agg): the filter itself, its
 //   header (counter included) kept up to date in its bytes;
 // - auto-sized (bloom_agg(value), bloom_agg(value, error_rate)): the distinct 128-bit hashes of
-//   the keys, 16 bytes each, from which the final function sizes the filter for their number.
+//   the keys, held in 15 bytes each, from which the final function sizes the filter for their
+//   number.
 //   They are appended to 256 buckets by their top bits (appends stay in cache, and each bucket
 //   is deduplicated on its own, in cache, at the end). A bucket is a list of chunks, so growing
 //   never copies and at most its last chunk is partly empty; it is deduplicated before it grows
@@ -31,20 +32,36 @@ namespace {
 constexpr double kDefaultErrorRate = 0.01;
 constexpr uint32_t kBucketBits = 8;
 constexpr uint32_t kBuckets = 1u << kBucketBits;
-// Chunks grow from 31 hashes to 511 (8 KB): small groups stay small, and the partly empty last
-// chunks of all buckets add at most 2 MB. With the 16-byte chunk header every size is a power of
-// two, as the memory context rounds it, so nothing is wasted.
-constexpr uint32_t kFirstChunkHashes = 31;
-constexpr uint32_t kLargestChunkHashes = 511;
+// Chunks grow from 33 hashes to 545 (8 KB): small groups stay small, and the partly empty last
+// chunks of all buckets add at most 2 MB. With the 16-byte chunk header each size stays just
+// under a power of two, as the memory context rounds it.
+constexpr uint32_t kChunkCapacities[] = {33, 67, 135, 271, 545};
+
 // Deduplicate when the hashes held exceed the estimated distinct count by this factor.
 constexpr double kDeduplicateAbove = 1.5;
+
+// A hash is held in 15 bytes: the top byte of its high half is the bucket's number.
+constexpr size_t kHeldHashBytes = 15;
 
 struct HashChunk {
     HashChunk *next;
     uint32_t count;
     uint32_t capacity;
-    Hash128 hashes[1];  // `capacity` of them, allocated past the struct's end
+    uint8_t hashes[1];  // `capacity` x 15 bytes, allocated past the struct's end
+
+    Hash128 get(uint32_t i, uint32_t bucket) const {
+        const uint8_t *p = hashes + size_t(i) * kHeldHashBytes;
+        uint64_t high = uint64_t(bucket) << 56;
+        for (int j = 0; j < 7; j++) high |= uint64_t(p[8 + j]) << (8 * j);
+        return Hash128{load_u64(p), high};
+    }
+    void put(uint32_t i, Hash128 h) {
+        uint8_t *p = hashes + size_t(i) * kHeldHashBytes;
+        store_u64(p, h.low);
+        for (int j = 0; j < 7; j++) p[8 + j] = uint8_t(h.high >> (8 * j));
+    }
 };
+static_assert(kBuckets == 256, "a held hash drops exactly the top byte, the bucket's number");
 
 struct HashBucket {
     HashChunk *first;
@@ -106,10 +123,17 @@ inline HashBucket &bucket_of(AggregateState *state, Hash128 h) {
 }
 
 void add_chunk(AggregateState *state, HashBucket &bucket) {
-    uint32_t capacity = bucket.last ? Min(2 * bucket.last->capacity + 1, kLargestChunkHashes)
-                                    : kFirstChunkHashes;
+    uint32_t capacity = kChunkCapacities[0];
+    if (bucket.last) {
+        capacity = bucket.last->capacity;  // the largest, once reached, repeats
+        for (uint32_t next : kChunkCapacities)
+            if (next > bucket.last->capacity) {
+                capacity = next;
+                break;
+            }
+    }
     HashChunk *chunk = static_cast<HashChunk *>(MemoryContextAlloc(
-        state->context, offsetof(HashChunk, hashes) + capacity * sizeof(Hash128)));
+        state->context, offsetof(HashChunk, hashes) + capacity * kHeldHashBytes));
     chunk->next = nullptr;
     chunk->count = 0;
     chunk->capacity = capacity;
@@ -124,18 +148,19 @@ void add_chunk(AggregateState *state, HashBucket &bucket) {
 void deduplicate(AggregateState *state, HashBucket &bucket, Hash128 *set_slots) {
     if (bucket.count == 0) return;
     HashSet set(set_slots, HashSet::slots_for(bucket.count));
+    const uint32_t number = uint32_t(&bucket - state->buckets);
     HashChunk *write = bucket.first;
     uint32_t write_index = 0;
     for (HashChunk *read = bucket.first; read != nullptr; read = read->next) {
         for (uint32_t i = 0; i < read->count; i++) {
-            const Hash128 h = read->hashes[i];
+            const Hash128 h = read->get(i, number);
             if (!set.insert(h)) continue;
             if (write_index == write->capacity) {
                 write->count = write_index;
                 write = write->next;
                 write_index = 0;
             }
-            write->hashes[write_index++] = h;
+            write->put(write_index++, h);
         }
     }
     write->count = write_index;
@@ -164,7 +189,7 @@ void hold(AggregateState *state, Hash128 h) {
         }
         if (bucket.last == nullptr || bucket.last->count == bucket.last->capacity) add_chunk(state, bucket);
     }
-    bucket.last->hashes[bucket.last->count++] = h;
+    bucket.last->put(bucket.last->count++, h);
     bucket.count++;
     state->held++;
     state->sketch->add(h);
@@ -196,7 +221,7 @@ template <typename Use>
 void for_each_hash(const AggregateState *state, Use &&use) {
     for (uint32_t b = 0; b < kBuckets; b++)
         for (const HashChunk *chunk = state->buckets[b].first; chunk != nullptr; chunk = chunk->next)
-            for (uint32_t i = 0; i < chunk->count; i++) use(chunk->hashes[i]);
+            for (uint32_t i = 0; i < chunk->count; i++) use(chunk->get(i, b));
 }
 
 AggregateState *auto_transition(FunctionCallInfo fcinfo, double error_rate) {
