@@ -63,3 +63,36 @@ UPDATE stored SET f = bloom_add(f, 'new@mail.com'::text);
 UPDATE stored_compressed SET f = bloom_add(f, 'new@mail.com'::text);
 SELECT kind, bloom_contains(f, 'new@mail.com') AS new, bloom_contains(f, 'user7@mail.com') AS user7
 FROM (SELECT * FROM stored UNION ALL SELECT * FROM stored_compressed) s ORDER BY id;
+
+-- Point lookups each in their own statement (no statement cache): the slice path, for the usual
+-- 4096-bit blocks and for larger ones (error_rate 0.001: 10 hashes, 16384-bit blocks).
+CREATE TABLE stored_rates (id int PRIMARY KEY, f bloom);
+INSERT INTO stored_rates SELECT 1, bloom_agg('user' || i || '@mail.com', 20000, 0.01) FROM generate_series(1, 20000) i;
+INSERT INTO stored_rates SELECT 2, bloom_agg('user' || i || '@mail.com', 20000, 0.001) FROM generate_series(1, 20000) i;
+SELECT id, hashes, get_byte(f::bytea, 5) AS block_log2 FROM stored_rates, bloom_info(f) ORDER BY id;
+DO $$
+DECLARE
+  found boolean;
+  missing int := 0;
+  false_positives int := 0;
+BEGIN
+  FOR filter_id IN 1..2 LOOP
+    FOR i IN 1..2000 LOOP
+      SELECT bloom_contains(f, 'user' || (i * 10) || '@mail.com') INTO found FROM stored_rates WHERE id = filter_id;
+      IF NOT found THEN missing := missing + 1; END IF;
+      SELECT bloom_contains(f, 'ghost' || i || '@mail.com') INTO found FROM stored_rates WHERE id = filter_id;
+      IF found THEN false_positives := false_positives + 1; END IF;
+    END LOOP;
+  END LOOP;
+  RAISE NOTICE 'point lookups: % of 4000 members missing, % of 4000 outsiders present', missing, false_positives;
+END $$;
+-- One point lookup on the seed's 1.2 MB filter reads two or three TOAST pages (the header's and
+-- the block's), not the whole value.
+SELECT pg_stat_force_next_flush();
+SELECT toast_blks_read + toast_blks_hit AS toast_pages_before FROM pg_statio_user_tables WHERE relname = 'filters' \gset
+SELECT bloom_contains(f, 'user77@mail.com') FROM filters WHERE id = 1;
+SELECT pg_stat_force_next_flush();
+SELECT pg_stat_clear_snapshot();
+SELECT s.toast_blks_read + s.toast_blks_hit - :toast_pages_before <= 3 AS at_most_three_pages,
+       pg_relation_size(reltoastrelid) / 8192 AS pages_of_the_filter
+FROM pg_statio_user_tables s JOIN pg_class c ON c.oid = s.relid WHERE s.relname = 'filters';

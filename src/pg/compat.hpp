@@ -15,3 +15,21 @@ extern "C" {
 #include "varatt.h"
 #endif
 }
+
+extern "C" {
+#include "access/toast_internals.h"
+}
+
+namespace bloomfilter {
+// The snapshot for reading TOAST chunks: PostgreSQL 18 returns one, earlier versions fill the
+// caller's.
+inline Snapshot toast_snapshot(SnapshotData *storage) {
+#if PG_VERSION_NUM >= 180000
+    (void) storage;
+    return get_toast_snapshot();
+#else
+    init_toast_snapshot(storage);
+    return storage;
+#endif
+}
+}  // namespace bloomfilter

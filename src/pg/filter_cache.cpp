@@ -2,11 +2,22 @@
 //
 // A filter stored out of line and uncompressed (the type's default STORAGE external) can be read
 // in slices: a point lookup fetches the 36-byte header and the one block holding the key's bits,
-// never the whole value. When the same stored filter is checked again within a statement (a
+// never the whole value, in one scan of the TOAST index: the block's place is worked out from the
+// value's length for the usual 4096-bit blocks, and checked against the header it arrives with
+// (other block sizes cost a second fetch). When the same stored filter is checked again within a statement (a
 // batch: a join, an array, a filter from a subquery), it is read whole once and kept in fn_extra,
 // keyed by its TOAST pointer, as PostGIS's lwgeom_cache.c does. An explicit flag says whether the
 // cache holds a copy (MemoryContextContains cannot be used for that from PostgreSQL 16 on).
 #include "glue.hpp"
+
+extern "C" {
+#include "access/genam.h"
+#include "access/heaptoast.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "utils/fmgroids.h"
+#include "utils/rel.h"
+}
 
 namespace bloomfilter {
 
@@ -48,19 +59,115 @@ bool is_compressed(const varatt_external &pointer) {
     return VARATT_EXTERNAL_GET_EXTSIZE(pointer) < uint32(pointer.va_rawsize) - VARHDRSZ;
 }
 
-bool slice_contains(struct varlena *stored, const varatt_external &pointer, Hash128 h) {
-    const uint64_t total_length = uint64_t(pointer.va_rawsize) - VARHDRSZ;
-    struct varlena *head = detoast_attr_slice(stored, 0, int32(kHeaderBytes));
-    Header header;
-    Status status = read_header(bloom_bytes(head), bloom_length(head), total_length, &header);
-    pfree(head);
-    report_status(status, Origin::stored_value);
+// A byte range of a stored value and where to copy it.
+struct Slice {
+    uint64_t offset;
+    uint32_t length;
+    uint8_t *out;
+};
 
+// Copies each slice of an uncompressed out-of-line value, reading only the TOAST chunks that hold
+// them, in one ordered index scan (chunk_seq = ANY of their chunk numbers). Checks every chunk's
+// number and size as PostgreSQL's own slice fetch does.
+void fetch_slices(const varatt_external &pointer, Slice *slices, int count) {
+    const int32 chunk_size = TOAST_MAX_CHUNK_SIZE;
+    const uint64_t total = VARATT_EXTERNAL_GET_EXTSIZE(pointer);
+    const int32 total_chunks = int32((total + chunk_size - 1) / chunk_size);
+    Datum wanted[8];
+    int wanted_count = 0;
+    for (int i = 0; i < count; i++) {
+        if (slices[i].length == 0 || slices[i].offset + slices[i].length > total)
+            report_status(Status::bad_length, Origin::stored_value);
+        for (uint64_t c = slices[i].offset / chunk_size;
+             c <= (slices[i].offset + slices[i].length - 1) / chunk_size; c++) {
+            bool seen = false;
+            for (int j = 0; j < wanted_count; j++) seen |= DatumGetInt32(wanted[j]) == int32(c);
+            if (!seen && wanted_count < 8) wanted[wanted_count++] = Int32GetDatum(int32(c));
+        }
+    }
+    ArrayType *chunk_numbers = construct_array(wanted, wanted_count, INT4OID, 4, true, TYPALIGN_INT);
+
+    Relation toast = table_open(pointer.va_toastrelid, AccessShareLock);
+    Relation *indexes;
+    int index_count;
+    int valid_index = toast_open_indexes(toast, AccessShareLock, &indexes, &index_count);
+    ScanKeyData keys[2];
+    ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(pointer.va_valueid));
+    ScanKeyEntryInitialize(&keys[1], SK_SEARCHARRAY, 2, BTEqualStrategyNumber, InvalidOid,
+                           InvalidOid, F_INT4EQ, PointerGetDatum(chunk_numbers));
+    SnapshotData snapshot_storage;
+    SysScanDesc scan = systable_beginscan_ordered(toast, indexes[valid_index],
+                                                  toast_snapshot(&snapshot_storage), 2, keys);
+    TupleDesc descriptor = RelationGetDescr(toast);
+    int fetched = 0;
+    HeapTuple tuple;
+    while ((tuple = systable_getnext_ordered(scan, ForwardScanDirection)) != nullptr) {
+        bool is_null;
+        int32 number = DatumGetInt32(fastgetattr(tuple, 2, descriptor, &is_null));
+        Pointer chunk = DatumGetPointer(fastgetattr(tuple, 3, descriptor, &is_null));
+        const char *data;
+        int32 size;
+        if (!VARATT_IS_EXTENDED(chunk)) {
+            data = VARDATA(chunk);
+            size = int32(VARSIZE(chunk) - VARHDRSZ);
+        } else if (VARATT_IS_SHORT(chunk)) {
+            data = VARDATA_SHORT(chunk);
+            size = int32(VARSIZE_SHORT(chunk) - VARHDRSZ_SHORT);
+        } else {
+            data = nullptr;
+            size = -1;
+        }
+        const int32 expected = number < total_chunks - 1
+                                   ? chunk_size
+                                   : int32(total - uint64_t(total_chunks - 1) * chunk_size);
+        if (data == nullptr || number >= total_chunks || size != expected)
+            ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+                            errmsg("corrupted bloom value: unexpected TOAST chunk %d of value %u",
+                                   number, pointer.va_valueid)));
+        const uint64_t chunk_start = uint64_t(number) * chunk_size;
+        for (int i = 0; i < count; i++) {
+            uint64_t from = Max(chunk_start, slices[i].offset);
+            uint64_t to = Min(chunk_start + uint64_t(size), slices[i].offset + slices[i].length);
+            if (from < to)
+                memcpy(slices[i].out + (from - slices[i].offset), data + (from - chunk_start), to - from);
+        }
+        fetched++;
+    }
+    systable_endscan_ordered(scan);
+    toast_close_indexes(indexes, index_count, AccessShareLock);
+    table_close(toast, AccessShareLock);
+    if (fetched != wanted_count)
+        ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+                        errmsg("corrupted bloom value: %d of %d TOAST chunks of value %u found",
+                               fetched, wanted_count, pointer.va_valueid)));
+    pfree(chunk_numbers);
+}
+
+bool slice_contains(const varatt_external &pointer, Hash128 h) {
+    const uint64_t total_length = VARATT_EXTERNAL_GET_EXTSIZE(pointer);
+    uint8_t head[kHeaderBytes];
+    uint8_t guessed_block[1u << (kMinBlockLog2 - 3)];
+    // Where the key's block is if blocks are 4096 bits, as they are for up to 7 hashes.
+    const uint64_t guessed_blocks = total_length > kHeaderBytes ? (total_length - kHeaderBytes) >> (kMinBlockLog2 - 3) : 0;
+    Slice slices[2] = {{0, uint32_t(kHeaderBytes), head}, {0, 0, guessed_block}};
+    int count = 1;
+    if (guessed_blocks > 0 && guessed_blocks <= UINT32_MAX) {
+        slices[1].offset = block_offset(block_index(h, uint32_t(guessed_blocks)), kMinBlockLog2);
+        slices[1].length = sizeof guessed_block;
+        count = 2;
+    }
+    fetch_slices(pointer, slices, count);
+    Header header;
+    report_status(read_header(head, kHeaderBytes, total_length, &header), Origin::stored_value);
     const Parameters &p = header.parameters;
-    const uint64_t offset = block_offset(block_index(h, p.blocks), p.block_log2);
-    struct varlena *block = detoast_attr_slice(stored, int32(offset), int32(p.block_bytes()));
-    if (bloom_length(block) != p.block_bytes()) report_status(Status::bad_length, Origin::stored_value);
-    bool found = block_contains(bloom_bytes(block), h, p.hashes, p.block_log2);
+    if (count == 2 && p.block_log2 == kMinBlockLog2 && p.blocks == guessed_blocks)
+        return block_contains(guessed_block, h, p.hashes, p.block_log2);
+
+    // Larger blocks: fetch the key's block now that the header says where it is.
+    uint8_t *block = static_cast<uint8_t *>(palloc(p.block_bytes()));
+    Slice exact = {block_offset(block_index(h, p.blocks), p.block_log2), uint32_t(p.block_bytes()), block};
+    fetch_slices(pointer, &exact, 1);
+    bool found = block_contains(block, h, p.hashes, p.block_log2);
     pfree(block);
     return found;
 }
@@ -108,7 +215,7 @@ bool filter_contains(FunctionCallInfo fcinfo, Datum filter, Hash128 h) {
         if (!is_compressed(pointer) && !seen_before) {
             cache->has_seen = true;
             cache->seen = key;
-            return slice_contains(stored, pointer, h);
+            return slice_contains(pointer, h);
         }
         // Checked twice in one statement, or compressed (no slice reads): read it whole once.
         struct varlena *whole = read_filter_cached(fcinfo, filter, &header);
