@@ -6,7 +6,11 @@
 #      same shape that calls length() instead;
 #   c) builds: bloom_agg(email) and bloom_agg(email, 1000000, 0.01) next to count(email), serial
 #      and with 2 parallel workers, with the backend's peak memory;
-#   d) the C++ core's add and contains next to the seed article's algorithm (Google Benchmark).
+#   d) the C++ core's add and contains next to the seed article's algorithm (Google Benchmark);
+#   e) signups per second and WAL per signup at 8 clients: plain INSERT, a single-row filter,
+#      64 shards, the maintained filter (test/signups.sh);
+#   f) the distributed build over three nodes against one node, and the bytes moved
+#      (test/multinode.sh --bench).
 # Then a summary: what / measured / target / PASS or MISS.
 #
 # Needs the extension built and installed (make bench does both). It sets up its data on a
@@ -338,6 +342,40 @@ row "d) core contains ns/op" "$(printf '%.1f' "${ns[BM_core_contains]}")" "<=" 2
 row "d) core contains speedup over the seed's" "$(ratio "${ns[BM_seed_contains]}" "${ns[BM_core_contains]}")" ">=" 20
 row "d) core add ns/op" "$(printf '%.1f' "${ns[BM_core_add]}")"
 row "d) core add speedup over the seed's" "$(ratio "${ns[BM_seed_add]}" "${ns[BM_core_add]}")"
+
+# ---------------------------------------------------------------------------------------------
+section "e) signups at 8 clients: plain INSERT, single-row filter, 64 shards, maintained filter (test/signups.sh)"
+SIGNUP_SECONDS=${BENCH_SIGNUP_SECONDS:-10}
+test/signups.sh "$SIGNUP_SECONDS" "plain single sharded trigger maintained" | tee "$BUILD_DIR/signups.log" \
+  || fail "test/signups.sh failed"
+declare -A signups_rate signups_wal signups_fn
+while read -r variant rate wal _ _ _ fn; do
+  signups_rate[$variant]=$rate; signups_wal[$variant]=$wal; signups_fn[$variant]=$fn
+done < <(grep -E '^(plain|single|sharded|trigger|maintained) ' "$BUILD_DIR/signups.log")
+for v in plain single sharded trigger maintained; do
+  row "e) signups/s, ${v}" "${signups_rate[$v]}"
+done
+row "e) signups/s, 64 shards / single-row filter" "$(ratio "${signups_rate[sharded]}" "${signups_rate[single]}")" ">=" 3
+row "e) signups/s, maintained filter (INSERT + trigger) / plain INSERT" \
+  "$(ratio "${signups_rate[trigger]}" "${signups_rate[plain]}")" ">=" 0.5
+row "e) signups/s, sign_up() procedure (check + INSERT + trigger) / plain INSERT" \
+  "$(ratio "${signups_rate[maintained]}" "${signups_rate[plain]}")"
+row "e) WAL bytes per signup, 64 shards / single-row filter" \
+  "$(ratio "${signups_wal[sharded]}" "${signups_wal[single]}")" "<=" 0.05
+for v in single sharded trigger maintained; do
+  row "e) WAL bytes per signup, ${v}" "${signups_wal[$v]}"
+done
+row "e) false negatives after the concurrent runs" \
+  "$(( ${signups_fn[single]} + ${signups_fn[sharded]} + ${signups_fn[trigger]} + ${signups_fn[maintained]} ))" "<=" 0
+
+section "f) one filter over three nodes (test/multinode.sh --bench)"
+: > "$BUILD_DIR/multinode.rows"
+MULTINODE_SUMMARY_FILE="$BUILD_DIR/multinode.rows" test/multinode.sh --bench > "$BUILD_DIR/multinode.log" 2>&1 \
+  || { tail -40 "$BUILD_DIR/multinode.log"; fail "test/multinode.sh --bench failed"; }
+sed -n '/== build times/,/== signup pre-check/p' "$BUILD_DIR/multinode.log" | sed '$d'
+while IFS='|' read -r what measured _ _; do
+  row "f) ${what#e) multinode: }" "$measured"
+done < "$BUILD_DIR/multinode.rows"
 
 # ---------------------------------------------------------------------------------------------
 section "summary ($(( $(date +%s) - started_at )) s, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end)"
