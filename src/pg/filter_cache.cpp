@@ -67,8 +67,9 @@ struct Slice {
 };
 
 // Copies each slice of an uncompressed out-of-line value, reading only the TOAST chunks that hold
-// them, in one ordered index scan (chunk_seq = ANY of their chunk numbers). Checks every chunk's
-// number and size as PostgreSQL's own slice fetch does.
+// them (a few: the header and one 512-byte block), in one ordered index scan (chunk_seq = ANY of
+// their chunk numbers). Checks every chunk's number and size as PostgreSQL's own slice fetch
+// does.
 void fetch_slices(const varatt_external &pointer, Slice *slices, int count) {
     const int32 chunk_size = TOAST_MAX_CHUNK_SIZE;
     const uint64_t total = VARATT_EXTERNAL_GET_EXTSIZE(pointer);
@@ -82,7 +83,10 @@ void fetch_slices(const varatt_external &pointer, Slice *slices, int count) {
              c <= (slices[i].offset + slices[i].length - 1) / chunk_size; c++) {
             bool seen = false;
             for (int j = 0; j < wanted_count; j++) seen |= DatumGetInt32(wanted[j]) == int32(c);
-            if (!seen && wanted_count < 8) wanted[wanted_count++] = Int32GetDatum(int32(c));
+            if (seen) continue;
+            if (wanted_count == lengthof(wanted))
+                elog(ERROR, "bloom slice fetch of more than %d TOAST chunks", int(lengthof(wanted)));
+            wanted[wanted_count++] = Int32GetDatum(int32(c));
         }
     }
     ArrayType *chunk_numbers = construct_array(wanted, wanted_count, INT4OID, 4, true, TYPALIGN_INT);
@@ -143,7 +147,7 @@ void fetch_slices(const varatt_external &pointer, Slice *slices, int count) {
     pfree(chunk_numbers);
 }
 
-bool slice_contains(const varatt_external &pointer, Hash128 h) {
+bool slice_contains(struct varlena *stored, const varatt_external &pointer, Hash128 h) {
     const uint64_t total_length = VARATT_EXTERNAL_GET_EXTSIZE(pointer);
     uint8_t head[kHeaderBytes];
     uint8_t guessed_block[1u << (kMinBlockLog2 - 3)];
@@ -163,11 +167,11 @@ bool slice_contains(const varatt_external &pointer, Hash128 h) {
     if (count == 2 && p.block_log2 == kMinBlockLog2 && p.blocks == guessed_blocks)
         return block_contains(guessed_block, h, p.hashes, p.block_log2);
 
-    // Larger blocks: fetch the key's block now that the header says where it is.
-    uint8_t *block = static_cast<uint8_t *>(palloc(p.block_bytes()));
-    Slice exact = {block_offset(block_index(h, p.blocks), p.block_log2), uint32_t(p.block_bytes()), block};
-    fetch_slices(pointer, &exact, 1);
-    bool found = block_contains(block, h, p.hashes, p.block_log2);
+    // Larger blocks (up to 2 MB): PostgreSQL's own slice fetch, now that the header says where.
+    const uint64_t offset = block_offset(block_index(h, p.blocks), p.block_log2);
+    struct varlena *block = detoast_attr_slice(stored, int32(offset), int32(p.block_bytes()));
+    if (bloom_length(block) != p.block_bytes()) report_status(Status::bad_length, Origin::stored_value);
+    bool found = block_contains(bloom_bytes(block), h, p.hashes, p.block_log2);
     pfree(block);
     return found;
 }
@@ -215,7 +219,7 @@ bool filter_contains(FunctionCallInfo fcinfo, Datum filter, Hash128 h) {
         if (!is_compressed(pointer) && !seen_before) {
             cache->has_seen = true;
             cache->seen = key;
-            return slice_contains(pointer, h);
+            return slice_contains(stored, pointer, h);
         }
         // Checked twice in one statement, or compressed (no slice reads): read it whole once.
         struct varlena *whole = read_filter_cached(fcinfo, filter, &header);
