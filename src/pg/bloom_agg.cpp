@@ -83,6 +83,8 @@ struct AggregateState {
     HashBucket *buckets;  // kBuckets of them
     uint64_t held;        // hashes held in all buckets
     DistinctSketch *sketch;
+    double distinct_estimate;     // the sketch's estimate when held was below estimate_again_at
+    uint64_t estimate_again_at;
     // Made by the deserialize function for one combine call, in the aggregate context: the
     // combine function may take its chunks instead of copying them.
     bool consumable;
@@ -178,11 +180,21 @@ void deduplicate(AggregateState *state, HashBucket &bucket, Hash128 *set_slots) 
     bucket.count = kept;
 }
 
+// Whether the input repeats itself enough for deduplicating to pay. The sketch's estimate takes a
+// pass over its registers, so it is taken again only after the hashes held grow by an eighth.
+bool repeats_enough(AggregateState *state) {
+    if (state->held >= state->estimate_again_at) {
+        state->distinct_estimate = state->sketch->estimate();
+        state->estimate_again_at = state->held + state->held / 8 + 1;
+    }
+    return double(state->held) > kDeduplicateAbove * state->distinct_estimate;
+}
+
 void hold(AggregateState *state, Hash128 h) {
     HashBucket &bucket = bucket_of(state, h);
     if (bucket.last == nullptr || bucket.last->count == bucket.last->capacity) {
         // Before growing a bucket of a repetitive input, drop its repeats.
-        if (bucket.count > 0 && double(state->held) > kDeduplicateAbove * state->sketch->estimate()) {
+        if (bucket.count > 0 && repeats_enough(state)) {
             Hash128 *slots = static_cast<Hash128 *>(
                 palloc_extended(HashSet::slots_for(bucket.count) * sizeof(Hash128), MCXT_ALLOC_HUGE));
             deduplicate(state, bucket, slots);
