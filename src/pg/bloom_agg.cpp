@@ -213,20 +213,31 @@ void collect(AggregateState *state, Hash128 h) {
     state->inserted++;
 }
 
-// Deduplicates every bucket; returns the number of distinct hashes. One scratch set, sized for
-// the largest bucket (about 1/128 of the hashes), serves them all.
-uint64_t deduplicate_all(AggregateState *state) {
+// Deduplicates every bucket (count_only: only counts, leaving the repeats where they are, which
+// adding to a filter twice makes harmless); returns the number of distinct hashes. One scratch
+// set, sized for the largest bucket (about 1/128 of the hashes), serves them all.
+uint64_t deduplicate_all(AggregateState *state, bool count_only) {
     size_t largest = 0;
     for (uint32_t b = 0; b < kBuckets; b++) largest = Max(largest, state->buckets[b].count);
     if (largest == 0) return 0;
     Hash128 *slots = static_cast<Hash128 *>(
         palloc_extended(HashSet::slots_for(largest) * sizeof(Hash128), MCXT_ALLOC_HUGE));
+    uint64_t distinct = 0;
     for (uint32_t b = 0; b < kBuckets; b++) {
         if ((b & 15) == 15) CHECK_FOR_INTERRUPTS();
-        deduplicate(state, state->buckets[b], slots);
+        HashBucket &bucket = state->buckets[b];
+        if (!count_only) {
+            deduplicate(state, bucket, slots);
+            distinct += bucket.count;
+            continue;
+        }
+        if (bucket.count == 0) continue;
+        HashSet set(slots, HashSet::slots_for(bucket.count));
+        for (const HashChunk *chunk = bucket.first; chunk != nullptr; chunk = chunk->next)
+            for (uint32_t i = 0; i < chunk->count; i++) distinct += set.insert(chunk->get(i, b));
     }
     pfree(slots);
-    return state->held;
+    return distinct;
 }
 
 // Calls use(h) for every hash held, bucket by bucket.
@@ -317,15 +328,15 @@ extern "C" Datum bloom_union_agg_transfn(PG_FUNCTION_ARGS) {
     PG_RETURN_POINTER(state);
 }
 
-// Leaves the state valid for more transitions and further final calls (deduplicating the
-// hashes changes nothing they stand for), hence FINALFUNC_MODIFY = READ_ONLY.
+// Only reads the state (counting the distinct hashes leaves them as they are), hence
+// FINALFUNC_MODIFY = READ_ONLY.
 extern "C" Datum bloom_agg_finalfn(PG_FUNCTION_ARGS) {
     if (PG_ARGISNULL(0)) PG_RETURN_NULL();
     AggregateState *state = reinterpret_cast<AggregateState *>(PG_GETARG_POINTER(0));
     // The state's filter itself, not a copy (which would double the memory): it lives until the
     // aggregate's result has been used, and window aggregates copy results before going on.
     if (!state->auto_sized) PG_RETURN_POINTER(state->filter);
-    uint64_t distinct = deduplicate_all(state);
+    uint64_t distinct = deduplicate_all(state, true);
     if (distinct == 0) PG_RETURN_NULL();
     Parameters parameters;
     report_parameters(size_filter(distinct, state->error_rate, &parameters), int64(distinct),
@@ -391,7 +402,7 @@ extern "C" Datum bloom_agg_serialfn(PG_FUNCTION_ARGS) {
     Size size;
     bytea *result;
     if (state->auto_sized) {
-        uint64_t distinct = deduplicate_all(state);
+        uint64_t distinct = deduplicate_all(state, false);
         size = VARHDRSZ + kSerialAutoHeader + distinct * 16;
         result = static_cast<bytea *>(palloc_extended(size, MCXT_ALLOC_HUGE));
         uint8_t *out = reinterpret_cast<uint8_t *>(VARDATA(result));
