@@ -131,7 +131,9 @@ void write_header(const Parameters &parameters, uint8_t *out) {
 }
 
 uint64_t read_inserted(const uint8_t *data) { return load_u64(data + kOffsetInserted); }
-void write_inserted(uint8_t *data, uint64_t inserted) { store_u64(data + kOffsetInserted, inserted); }
+void write_inserted(uint8_t *data, uint64_t inserted) {
+    store_u64(data + kOffsetInserted, inserted);
+}
 
 void add_inserted(uint8_t *data, uint64_t count) {
     uint64_t now = read_inserted(data);

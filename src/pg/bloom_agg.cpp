@@ -83,7 +83,7 @@ struct AggregateState {
     HashBucket *buckets;  // kBuckets of them
     uint64_t held;        // hashes held in all buckets
     DistinctSketch *sketch;
-    double distinct_estimate;     // the sketch's estimate when held was below estimate_again_at
+    double distinct_estimate;  // the sketch's estimate when held was below estimate_again_at
     uint64_t estimate_again_at;
     // Made by the deserialize function for one combine call, in the aggregate context: the
     // combine function may take its chunks instead of copying them.
@@ -116,8 +116,10 @@ AggregateState *new_auto_state(MemoryContext context, KeyKind kind, double error
     AggregateState *state = new_state(context, true, kind);
     state->error_rate = error_rate;
     state->context = context;
-    state->buckets = static_cast<HashBucket *>(MemoryContextAllocZero(context, kBuckets * sizeof(HashBucket)));
-    state->sketch = static_cast<DistinctSketch *>(MemoryContextAllocZero(context, sizeof(DistinctSketch)));
+    state->buckets =
+        static_cast<HashBucket *>(MemoryContextAllocZero(context, kBuckets * sizeof(HashBucket)));
+    state->sketch =
+        static_cast<DistinctSketch *>(MemoryContextAllocZero(context, sizeof(DistinctSketch)));
     return state;
 }
 
@@ -140,8 +142,10 @@ void add_chunk(AggregateState *state, HashBucket &bucket) {
     chunk->next = nullptr;
     chunk->count = 0;
     chunk->capacity = capacity;
-    if (bucket.last) bucket.last->next = chunk;
-    else bucket.first = chunk;
+    if (bucket.last)
+        bucket.last->next = chunk;
+    else
+        bucket.first = chunk;
     bucket.last = chunk;
 }
 
@@ -175,7 +179,8 @@ void deduplicate(AggregateState *state, HashBucket &bucket, Hash128 *set_slots) 
     write->next = nullptr;
     bucket.last = write;
     size_t kept = 0;
-    for (HashChunk *chunk = bucket.first; chunk != nullptr; chunk = chunk->next) kept += chunk->count;
+    for (HashChunk *chunk = bucket.first; chunk != nullptr; chunk = chunk->next)
+        kept += chunk->count;
     state->held -= bucket.count - kept;
     bucket.count = kept;
 }
@@ -190,17 +195,21 @@ bool repeats_enough(AggregateState *state) {
     return double(state->held) > kDeduplicateAbove * state->distinct_estimate;
 }
 
+bool last_chunk_full(const HashBucket &bucket) {
+    return bucket.last == nullptr || bucket.last->count == bucket.last->capacity;
+}
+
 void hold(AggregateState *state, Hash128 h) {
     HashBucket &bucket = bucket_of(state, h);
-    if (bucket.last == nullptr || bucket.last->count == bucket.last->capacity) {
+    if (last_chunk_full(bucket)) {
         // Before growing a bucket of a repetitive input, drop its repeats.
         if (bucket.count > 0 && repeats_enough(state)) {
-            Hash128 *slots = static_cast<Hash128 *>(
-                palloc_extended(HashSet::slots_for(bucket.count) * sizeof(Hash128), MCXT_ALLOC_HUGE));
+            Hash128 *slots = static_cast<Hash128 *>(palloc_extended(
+                HashSet::slots_for(bucket.count) * sizeof(Hash128), MCXT_ALLOC_HUGE));
             deduplicate(state, bucket, slots);
             pfree(slots);
         }
-        if (bucket.last == nullptr || bucket.last->count == bucket.last->capacity) add_chunk(state, bucket);
+        if (last_chunk_full(bucket)) add_chunk(state, bucket);
     }
     bucket.last->put(bucket.last->count++, h);
     bucket.count++;
@@ -244,14 +253,15 @@ uint64_t deduplicate_all(AggregateState *state, bool count_only) {
 template <typename Use>
 void for_each_hash(const AggregateState *state, Use &&use) {
     for (uint32_t b = 0; b < kBuckets; b++)
-        for (const HashChunk *chunk = state->buckets[b].first; chunk != nullptr; chunk = chunk->next)
+        for (const HashChunk *chunk = state->buckets[b].first; chunk != nullptr;
+             chunk = chunk->next)
             for (uint32_t i = 0; i < chunk->count; i++) use(chunk->get(i, b));
 }
 
 AggregateState *auto_transition(FunctionCallInfo fcinfo, double error_rate) {
     MemoryContext context = aggregate_context(fcinfo, "bloom_agg_transfn");
-    AggregateState *state = PG_ARGISNULL(0) ? nullptr
-                                            : reinterpret_cast<AggregateState *>(PG_GETARG_POINTER(0));
+    AggregateState *state =
+        PG_ARGISNULL(0) ? nullptr : reinterpret_cast<AggregateState *>(PG_GETARG_POINTER(0));
     if (state == nullptr)
         state = new_auto_state(context, key_kind_of(get_fn_expr_argtype(fcinfo->flinfo, 1)),
                                error_rate);
@@ -287,8 +297,8 @@ extern "C" Datum bloom_agg_rate_transfn(PG_FUNCTION_ARGS) {
 // Capacity and error rate come from the first row.
 extern "C" Datum bloom_agg_sized_transfn(PG_FUNCTION_ARGS) {
     MemoryContext context = aggregate_context(fcinfo, "bloom_agg_sized_transfn");
-    AggregateState *state = PG_ARGISNULL(0) ? nullptr
-                                            : reinterpret_cast<AggregateState *>(PG_GETARG_POINTER(0));
+    AggregateState *state =
+        PG_ARGISNULL(0) ? nullptr : reinterpret_cast<AggregateState *>(PG_GETARG_POINTER(0));
     if (state == nullptr) {
         if (PG_ARGISNULL(2) || PG_ARGISNULL(3))
             ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -315,8 +325,8 @@ extern "C" Datum bloom_agg_sized_transfn(PG_FUNCTION_ARGS) {
 
 extern "C" Datum bloom_union_agg_transfn(PG_FUNCTION_ARGS) {
     MemoryContext context = aggregate_context(fcinfo, "bloom_union_agg_transfn");
-    AggregateState *state = PG_ARGISNULL(0) ? nullptr
-                                            : reinterpret_cast<AggregateState *>(PG_GETARG_POINTER(0));
+    AggregateState *state =
+        PG_ARGISNULL(0) ? nullptr : reinterpret_cast<AggregateState *>(PG_GETARG_POINTER(0));
     if (PG_ARGISNULL(1)) PG_RETURN_POINTER(state);
     Header header;
     struct varlena *filter = read_filter(PG_GETARG_DATUM(1), &header);
@@ -351,16 +361,17 @@ extern "C" Datum bloom_agg_finalfn(PG_FUNCTION_ARGS) {
 
 extern "C" Datum bloom_agg_combinefn(PG_FUNCTION_ARGS) {
     MemoryContext context = aggregate_context(fcinfo, "bloom_agg_combinefn");
-    AggregateState *target = PG_ARGISNULL(0) ? nullptr
-                                             : reinterpret_cast<AggregateState *>(PG_GETARG_POINTER(0));
-    AggregateState *source = PG_ARGISNULL(1) ? nullptr
-                                             : reinterpret_cast<AggregateState *>(PG_GETARG_POINTER(1));
+    AggregateState *target =
+        PG_ARGISNULL(0) ? nullptr : reinterpret_cast<AggregateState *>(PG_GETARG_POINTER(0));
+    AggregateState *source =
+        PG_ARGISNULL(1) ? nullptr : reinterpret_cast<AggregateState *>(PG_GETARG_POINTER(1));
     if (source == nullptr) PG_RETURN_POINTER(target);
     if (target == nullptr) {
         if (source->auto_sized) {
             target = new_auto_state(context, source->kind, source->error_rate);
         } else {
-            PG_RETURN_POINTER(sized_state_from(context, source->kind, source->filter, source->header));
+            PG_RETURN_POINTER(
+                sized_state_from(context, source->kind, source->filter, source->header));
         }
     }
     if (target->auto_sized != source->auto_sized)
@@ -371,8 +382,10 @@ extern "C" Datum bloom_agg_combinefn(PG_FUNCTION_ARGS) {
         for (uint32_t b = 0; b < kBuckets; b++) {
             HashBucket &from = source->buckets[b], &to = target->buckets[b];
             if (from.first == nullptr) continue;
-            if (to.last) to.last->next = from.first;
-            else to.first = from.first;
+            if (to.last)
+                to.last->next = from.first;
+            else
+                to.first = from.first;
             to.last = from.last;
             to.count += from.count;
             from = HashBucket{nullptr, nullptr, 0};
@@ -451,7 +464,8 @@ extern "C" Datum bloom_agg_deserialfn(PG_FUNCTION_ARGS) {
         Header header;
         validate_or_report(in + 2, length - 2, Origin::binary_input, &header);
         AggregateState *state = new_state(context, false, KeyKind(kind));
-        state->filter = static_cast<struct varlena *>(MemoryContextAllocHuge(context, VARHDRSZ + length - 2));
+        state->filter =
+            static_cast<struct varlena *>(MemoryContextAllocHuge(context, VARHDRSZ + length - 2));
         SET_VARSIZE(state->filter, VARHDRSZ + length - 2);
         memcpy(bloom_bytes(state->filter), in + 2, length - 2);
         state->header = header;

@@ -73,10 +73,18 @@ static Datum contains_key(FunctionCallInfo fcinfo, KeyKind kind) {
     PG_RETURN_BOOL(filter_contains(fcinfo, PG_GETARG_DATUM(0), h));
 }
 
-extern "C" Datum bloom_contains_text(PG_FUNCTION_ARGS) { return contains_key(fcinfo, KeyKind::bytes); }
-extern "C" Datum bloom_contains_bytea(PG_FUNCTION_ARGS) { return contains_key(fcinfo, KeyKind::bytes); }
-extern "C" Datum bloom_contains_int8(PG_FUNCTION_ARGS) { return contains_key(fcinfo, KeyKind::int8); }
-extern "C" Datum bloom_contains_uuid(PG_FUNCTION_ARGS) { return contains_key(fcinfo, KeyKind::uuid); }
+extern "C" Datum bloom_contains_text(PG_FUNCTION_ARGS) {
+    return contains_key(fcinfo, KeyKind::bytes);
+}
+extern "C" Datum bloom_contains_bytea(PG_FUNCTION_ARGS) {
+    return contains_key(fcinfo, KeyKind::bytes);
+}
+extern "C" Datum bloom_contains_int8(PG_FUNCTION_ARGS) {
+    return contains_key(fcinfo, KeyKind::int8);
+}
+extern "C" Datum bloom_contains_uuid(PG_FUNCTION_ARGS) {
+    return contains_key(fcinfo, KeyKind::uuid);
+}
 
 // One boolean per element, in the array's shape; NULL for a NULL element.
 extern "C" Datum bloom_contains_array(PG_FUNCTION_ARGS) {
@@ -95,9 +103,11 @@ extern "C" Datum bloom_contains_array(PG_FUNCTION_ARGS) {
     Datum key;
     bool is_null;
     for (int i = 0; array_iterate(iterator, &key, &is_null); i++) {
-        if (i % kElementsPerInterruptCheck == kElementsPerInterruptCheck - 1) CHECK_FOR_INTERRUPTS();
+        if (i % kElementsPerInterruptCheck == kElementsPerInterruptCheck - 1)
+            CHECK_FOR_INTERRUPTS();
         result_nulls[i] = is_null;
-        results[i] = is_null ? BoolGetDatum(false) : BoolGetDatum(ref.contains(hash_key(key, kind)));
+        results[i] =
+            is_null ? BoolGetDatum(false) : BoolGetDatum(ref.contains(hash_key(key, kind)));
     }
     array_free_iterator(iterator);
     ArrayType *result = construct_md_array(results, result_nulls, ARR_NDIM(keys), ARR_DIMS(keys),
@@ -145,9 +155,10 @@ static Datum shard_key(FunctionCallInfo fcinfo, KeyKind kind) {
     if (shards < 1)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("shards must be between 1 and %d, got %d", PG_INT32_MAX, shards)));
-    uint32_t shard = with_key_bytes(PG_GETARG_DATUM(0), kind, [shards](const void *data, size_t length) {
-        return shard_of(data, length, uint32_t(shards));
-    });
+    uint32_t shard =
+        with_key_bytes(PG_GETARG_DATUM(0), kind, [shards](const void *data, size_t length) {
+            return shard_of(data, length, uint32_t(shards));
+        });
     PG_RETURN_INT32(int32(shard));
 }
 

@@ -115,7 +115,7 @@ extern "C" Datum bloom_info(PG_FUNCTION_ARGS) {
         Int64GetDatum(int64(VARHDRSZ + p.encoded_bytes())),
         // Saturated at bigint's maximum; the format's counter is unsigned 64-bit.
         Int64GetDatum(header.inserted > uint64_t(PG_INT64_MAX) ? PG_INT64_MAX
-                                                                : int64(header.inserted)),
+                                                               : int64(header.inserted)),
         Int64GetDatum(int64(stats.bits_set)),
         Float8GetDatum(stats.fill),
         Float8GetDatum(stats.estimated_count),

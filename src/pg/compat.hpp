@@ -25,7 +25,7 @@ namespace bloomfilter {
 // caller's.
 inline Snapshot toast_snapshot(SnapshotData *storage) {
 #if PG_VERSION_NUM >= 180000
-    (void) storage;
+    (void)storage;
     return get_toast_snapshot();
 #else
     init_toast_snapshot(storage);

@@ -4,10 +4,11 @@
 // in slices: a point lookup fetches the 36-byte header and the one block holding the key's bits,
 // never the whole value, in one scan of the TOAST index: the block's place is worked out from the
 // value's length for the usual 4096-bit blocks, and checked against the header it arrives with
-// (other block sizes cost a second fetch). When the same stored filter is checked again within a statement (a
-// batch: a join, an array, a filter from a subquery), it is read whole once and kept in fn_extra,
-// keyed by its TOAST pointer, as PostGIS's lwgeom_cache.c does. An explicit flag says whether the
-// cache holds a copy (MemoryContextContains cannot be used for that from PostgreSQL 16 on).
+// (other block sizes cost a second fetch). When the same stored filter is checked again within a
+// statement (a batch: a join, an array, a filter from a subquery), it is read whole once and kept
+// in fn_extra, keyed by its TOAST pointer, as PostGIS's lwgeom_cache.c does. An explicit flag says
+// whether the cache holds a copy (MemoryContextContains cannot be used for that from PostgreSQL 16
+// on).
 #include "glue.hpp"
 
 extern "C" {
@@ -39,9 +40,9 @@ struct ToastKey {
 };
 
 struct FilterCache {
-    bool has_seen;       // a point lookup already read slices of `seen`
+    bool has_seen;  // a point lookup already read slices of `seen`
     ToastKey seen;
-    bool has_copy;       // `copy` holds the whole of `cached`, validated
+    bool has_copy;  // `copy` holds the whole of `cached`, validated
     ToastKey cached;
     struct varlena *copy;
     Header header;
@@ -85,11 +86,13 @@ void fetch_slices(const varatt_external &pointer, Slice *slices, int count) {
             for (int j = 0; j < wanted_count; j++) seen |= DatumGetInt32(wanted[j]) == int32(c);
             if (seen) continue;
             if (wanted_count == lengthof(wanted))
-                elog(ERROR, "bloom slice fetch of more than %d TOAST chunks", int(lengthof(wanted)));
+                elog(ERROR, "bloom slice fetch of more than %d TOAST chunks",
+                     int(lengthof(wanted)));
             wanted[wanted_count++] = Int32GetDatum(int32(c));
         }
     }
-    ArrayType *chunk_numbers = construct_array(wanted, wanted_count, INT4OID, 4, true, TYPALIGN_INT);
+    ArrayType *chunk_numbers =
+        construct_array(wanted, wanted_count, INT4OID, 4, true, TYPALIGN_INT);
 
     Relation toast = table_open(pointer.va_toastrelid, AccessShareLock);
     Relation *indexes;
@@ -133,7 +136,8 @@ void fetch_slices(const varatt_external &pointer, Slice *slices, int count) {
             uint64_t from = Max(chunk_start, slices[i].offset);
             uint64_t to = Min(chunk_start + uint64_t(size), slices[i].offset + slices[i].length);
             if (from < to)
-                memcpy(slices[i].out + (from - slices[i].offset), data + (from - chunk_start), to - from);
+                memcpy(slices[i].out + (from - slices[i].offset), data + (from - chunk_start),
+                       to - from);
         }
         fetched++;
     }
@@ -152,7 +156,8 @@ bool slice_contains(struct varlena *stored, const varatt_external &pointer, Hash
     uint8_t head[kHeaderBytes];
     uint8_t guessed_block[1u << (kMinBlockLog2 - 3)];
     // Where the key's block is if blocks are 4096 bits, as they are for up to 7 hashes.
-    const uint64_t guessed_blocks = total_length > kHeaderBytes ? (total_length - kHeaderBytes) >> (kMinBlockLog2 - 3) : 0;
+    const uint64_t guessed_blocks =
+        total_length > kHeaderBytes ? (total_length - kHeaderBytes) >> (kMinBlockLog2 - 3) : 0;
     Slice slices[2] = {{0, uint32_t(kHeaderBytes), head}, {0, 0, guessed_block}};
     int count = 1;
     if (guessed_blocks > 0 && guessed_blocks <= UINT32_MAX) {
@@ -170,7 +175,8 @@ bool slice_contains(struct varlena *stored, const varatt_external &pointer, Hash
     // Larger blocks (up to 2 MB): PostgreSQL's own slice fetch, now that the header says where.
     const uint64_t offset = block_offset(block_index(h, p.blocks), p.block_log2);
     struct varlena *block = detoast_attr_slice(stored, int32(offset), int32(p.block_bytes()));
-    if (bloom_length(block) != p.block_bytes()) report_status(Status::bad_length, Origin::stored_value);
+    if (bloom_length(block) != p.block_bytes())
+        report_status(Status::bad_length, Origin::stored_value);
     bool found = block_contains(bloom_bytes(block), h, p.hashes, p.block_log2);
     pfree(block);
     return found;

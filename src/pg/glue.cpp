@@ -16,8 +16,8 @@ void report_status(Status status, Origin origin) {
                             errmsg("invalid binary value for type bloom: %s", why)));
             break;
         case Origin::stored_value:
-            ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
-                            errmsg("corrupted bloom value: %s", why)));
+            ereport(ERROR,
+                    (errcode(ERRCODE_DATA_CORRUPTED), errmsg("corrupted bloom value: %s", why)));
             break;
     }
 }

@@ -28,7 +28,9 @@ extern "C" {
 namespace bloomfilter {
 
 // The SQL `bloom` value: PostgreSQL's 4-byte length word followed by the core's encoding.
-inline uint8_t *bloom_bytes(struct varlena *value) { return reinterpret_cast<uint8_t *>(VARDATA(value)); }
+inline uint8_t *bloom_bytes(struct varlena *value) {
+    return reinterpret_cast<uint8_t *>(VARDATA(value));
+}
 inline size_t bloom_length(struct varlena *value) { return VARSIZE(value) - VARHDRSZ; }
 
 // Which SQLSTATE a malformed encoding gets: it depends on the way it came in.
@@ -77,9 +79,8 @@ inline auto with_key_bytes(Datum value, KeyKind kind, Use &&use) {
 }
 
 inline Hash128 hash_key(Datum value, KeyKind kind) {
-    return with_key_bytes(value, kind, [](const void *data, size_t length) {
-        return hash_bytes(data, length);
-    });
+    return with_key_bytes(value, kind,
+                          [](const void *data, size_t length) { return hash_bytes(data, length); });
 }
 
 // How many array elements or bytes are processed between checks for query cancel.
