@@ -98,3 +98,60 @@ SELECT pg_stat_clear_snapshot();
 SELECT s.toast_blks_read + s.toast_blks_hit - :toast_pages_before <= 3 AS at_most_three_pages,
        pg_relation_size(reltoastrelid) / 8192 AS pages_of_the_filter
 FROM pg_statio_user_tables s JOIN pg_class c ON c.oid = s.relid WHERE s.relname = 'filters';
+
+-- The same lookup again in this session: the two TOAST chunks come straight from the heap pages
+-- where the first lookup found them, with no TOAST index page read.
+SELECT pg_stat_force_next_flush();
+SELECT toast_blks_read + toast_blks_hit AS heap_before, tidx_blks_read + tidx_blks_hit AS index_before
+FROM pg_statio_user_tables WHERE relname = 'filters' \gset
+SELECT bloom_contains(f, 'user77@mail.com') FROM filters WHERE id = 1;
+SELECT pg_stat_force_next_flush();
+SELECT pg_stat_clear_snapshot();
+SELECT toast_blks_read + toast_blks_hit - :heap_before AS toast_heap_pages,
+       tidx_blks_read + tidx_blks_hit - :index_before AS toast_index_pages
+FROM pg_statio_user_tables WHERE relname = 'filters';
+
+-- Remembered chunk places go stale when the TOAST table is rewritten: VACUUM FULL keeps the
+-- value ids but moves the chunks. Lookups then find another value's chunk, or a page past the
+-- end of the shortened table, at the remembered place, and must fall back to the index and stay
+-- right.
+CREATE TABLE moving (id int PRIMARY KEY, note text, f bloom);
+INSERT INTO moving SELECT 1, 'first', bloom_agg('a' || i) FROM generate_series(1, 100000) i;
+INSERT INTO moving SELECT 2, 'second', bloom_agg('b' || i) FROM generate_series(1, 100000) i;
+-- Members of filter `filter_id` (keys prefix || n) not found, over 3000 point lookups, each its
+-- own statement (SELECT INTO), so each takes the slice path.
+CREATE FUNCTION pg_temp.moving_misses(filter_id int, prefix text) RETURNS int LANGUAGE plpgsql AS $$
+DECLARE
+  found boolean;
+  missing int := 0;
+BEGIN
+  FOR i IN 1..3000 LOOP
+    SELECT bloom_contains(f, prefix || (i * 33)) INTO STRICT found FROM moving WHERE id = filter_id;
+    IF NOT found THEN missing := missing + 1; END IF;
+  END LOOP;
+  RETURN missing;
+END $$;
+-- The TOAST value ids of moving, as one sorted list.
+CREATE FUNCTION pg_temp.moving_value_ids() RETURNS text LANGUAGE plpgsql AS $$
+DECLARE ids text;
+BEGIN
+  EXECUTE format('SELECT string_agg(DISTINCT chunk_id::text, '','') FROM %s',
+                 (SELECT reltoastrelid::regclass FROM pg_class WHERE relname = 'moving')) INTO ids;
+  RETURN ids;
+END $$;
+SELECT pg_temp.moving_misses(1, 'a') AS misses_1, pg_temp.moving_misses(2, 'b') AS misses_2;
+SELECT pg_temp.moving_value_ids() AS ids_before \gset
+-- Row 1 gets a new version at the end of the table, so VACUUM FULL copies row 2 and its chunks
+-- first: each filter's chunks land where the other's were.
+UPDATE moving SET note = 'first, updated' WHERE id = 1;
+VACUUM FULL moving;
+SELECT pg_temp.moving_value_ids() = :'ids_before' AS same_value_ids;
+SELECT pg_temp.moving_misses(1, 'a') AS misses_1, pg_temp.moving_misses(2, 'b') AS misses_2;
+-- Without row 2, filter 1 moves to the start of a TOAST table half as long: its remembered
+-- places are past the end.
+SELECT pg_relation_size(reltoastrelid) AS toast_bytes_before FROM pg_class WHERE relname = 'moving' \gset
+DELETE FROM moving WHERE id = 2;
+VACUUM FULL moving;
+SELECT pg_relation_size(reltoastrelid) < :toast_bytes_before / 2 + 16384 AS toast_table_halved
+FROM pg_class WHERE relname = 'moving';
+SELECT pg_temp.moving_misses(1, 'a') AS misses_1;
