@@ -129,8 +129,8 @@ int32 copy_chunk(HeapTuple tuple, TupleDesc descriptor, const varatt_external &p
     const int32 expected = number < total_chunks - 1
                                ? chunk_size
                                : int32(total - uint64_t(total_chunks - 1) * chunk_size);
-    if (value_id != pointer.va_valueid || data == nullptr || number < 0 ||
-        number >= total_chunks || size != expected)
+    if (value_id != pointer.va_valueid || data == nullptr || number < 0 || number >= total_chunks ||
+        size != expected)
         ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
                         errmsg("corrupted bloom value: unexpected TOAST chunk %d of value %u",
                                number, pointer.va_valueid)));
@@ -222,8 +222,7 @@ void fetch_slices(const varatt_external &pointer, Slice *slices, int count) {
     ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(pointer.va_valueid));
     ScanKeyEntryInitialize(&keys[1], SK_SEARCHARRAY, 2, BTEqualStrategyNumber, InvalidOid,
                            InvalidOid, F_INT4EQ, PointerGetDatum(chunk_numbers));
-    SysScanDesc scan =
-        systable_beginscan_ordered(toast, indexes[valid_index], snapshot, 2, keys);
+    SysScanDesc scan = systable_beginscan_ordered(toast, indexes[valid_index], snapshot, 2, keys);
     TupleDesc descriptor = RelationGetDescr(toast);
     int fetched = 0;
     HeapTuple tuple;
