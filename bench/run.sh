@@ -18,13 +18,13 @@
 # non-zero only when something could not be set up or run.
 #
 # Every ratio is the median of ratios taken round by round, between runs next to each other in
-# time: on a small shared machine the load of other processes drifts, and adjacent runs see
-# about the same. Knobs: BENCH_LOOKUP_SECONDS (8) and BENCH_LOOKUP_ROUNDS (5) for pgbench,
+# time (the point lookups of a round even share one pgbench run): on a small shared machine the
+# load of other processes drifts, and adjacent runs see about the same. Knobs: BENCH_LOOKUP_SECONDS (12) and BENCH_LOOKUP_ROUNDS (5) for pgbench,
 # BENCH_ROUNDS (5) for the timed queries of b) and c).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-LOOKUP_SECONDS=${BENCH_LOOKUP_SECONDS:-8}
+LOOKUP_SECONDS=${BENCH_LOOKUP_SECONDS:-12}
 LOOKUP_ROUNDS=${BENCH_LOOKUP_ROUNDS:-5}
 ROUNDS=${BENCH_ROUNDS:-5}
 BUILD_DIR=build/bench
@@ -117,9 +117,13 @@ sql -c "SELECT 'filter: ' || bits || ' bits, k = ' || hashes || ', ' || bytes ||
         FROM filters, bloom_info(f) WHERE id = 1"
 
 # ---------------------------------------------------------------------------------------------
-section "a) point lookup: pgbench -M prepared, 1 client, TCP loopback, $LOOKUP_ROUNDS rounds of $LOOKUP_SECONDS s runs"
+section "a) point lookup: pgbench -M prepared, 1 client, TCP loopback, $LOOKUP_ROUNDS rounds of $LOOKUP_SECONDS s"
 echo "keys: user<n>@mail.com, n random in [0, 2000000): half present, half absent"
-
+echo "bloom, SELECT 1, the unique probe and the yardstick run mixed in one pgbench run a round (each"
+echo "transaction picks one at random), so they see the same load; a query's TPS is 1 / the mean"
+echo "latency of its transactions (pgbench -l). The partitioned probe, ten times slower, would take"
+echo "most of a mixed run's time and evict the others' code and data from the CPU caches between"
+echo "transactions: it runs alone, right after."
 lookups=(bloom select1 unique partitioned row)
 declare -A lookup_label=(
   [bloom]="bloom_contains(f, email) FROM filters WHERE id = 1"
@@ -128,22 +132,34 @@ declare -A lookup_label=(
   [partitioned]="EXISTS (... users_partitioned WHERE email = ...), 64 partitions"
   [row]="f IS NOT NULL FROM filters WHERE id = 1 (yardstick: no bloom_contains)"
 )
-pgbench_tps() {
-  local script=$1 seconds=$2 log=$BUILD_DIR/pgbench_$1.log tps
-  "$PGBENCH" -n -M prepared -c 1 -j 1 -T "$seconds" -h 127.0.0.1 -p "$PGPORT" -U postgres \
-    -f "bench/lookup_$script.sql" postgres >"$log" 2>&1 || { cat "$log" >&2; fail "pgbench $script failed"; }
-  tps=$(awk '/^tps = / {print $3; exit}' "$log")
-  [ -n "$tps" ] || { cat "$log" >&2; fail "no tps from pgbench $script"; }
-  echo "$tps"
+mixed_lookups=(bloom select1 unique row)
+# lookup_round SECONDS: the mixed pgbench run, then the partitioned probe alone; prints
+# "script TPS" for each script.
+lookup_round() {
+  local seconds=$1 dir=$BUILD_DIR/pgbench_lookup script args=() tps
+  rm -rf "$dir" && mkdir -p "$dir"
+  for script in "${mixed_lookups[@]}"; do args+=(-f "bench/lookup_$script.sql"); done
+  "$PGBENCH" -n -M prepared -c 1 -j 1 -T "$seconds" -l --log-prefix="$dir/log" -h 127.0.0.1 \
+    -p "$PGPORT" -U postgres "${args[@]}" postgres >"$dir/pgbench.out" 2>&1 \
+    || { cat "$dir/pgbench.out" >&2; fail "pgbench failed"; }
+  # Log lines: client transaction latency_us script_number epoch us.
+  awk -v names="${mixed_lookups[*]}" 'BEGIN { split(names, name, " ") }
+    { sum[$4] += $3; count[$4]++ }
+    END { for (i = 1; i <= length(name); i++) {
+            if (count[i - 1] == 0) exit 1
+            printf "%s %.1f\n", name[i], 1e6 * count[i - 1] / sum[i - 1] } }' "$dir"/log.* \
+    || fail "a lookup query ran no transaction"
+  "$PGBENCH" -n -M prepared -c 1 -j 1 -T "$(( (seconds + 1) / 2 ))" -h 127.0.0.1 -p "$PGPORT" \
+    -U postgres -f bench/lookup_partitioned.sql postgres >"$dir/partitioned.out" 2>&1 \
+    || { cat "$dir/partitioned.out" >&2; fail "pgbench partitioned failed"; }
+  tps=$(awk '/^tps = / {print $3; exit}' "$dir/partitioned.out")
+  [ -n "$tps" ] || { cat "$dir/partitioned.out" >&2; fail "no tps from pgbench partitioned"; }
+  echo "partitioned $tps"
 }
-for script in "${lookups[@]}"; do pgbench_tps "$script" 2 >/dev/null; done  # warm-up
+lookup_round 2 >/dev/null  # warm-up
 declare -A lookup_runs
 for round in $(seq 1 "$LOOKUP_ROUNDS"); do
-  # The order rotates each round, so no script always runs first or last.
-  for i in "${!lookups[@]}"; do
-    script=${lookups[$(( (i + round - 1) % ${#lookups[@]} ))]}
-    lookup_runs[$script]+="$(pgbench_tps "$script" "$LOOKUP_SECONDS") "
-  done
+  while read -r script tps; do lookup_runs[$script]+="$tps "; done < <(lookup_round "$LOOKUP_SECONDS")
 done
 printf '%-72s %10s   %s\n' "query" "median TPS" "TPS round by round"
 for script in "${lookups[@]}"; do
