@@ -71,6 +71,21 @@ SELECT bloom_agg(email) = (SELECT a FROM serial_result) AS parallel_auto_equals_
        bloom_agg(email, 300000, 0.02) = (SELECT s FROM serial_result) AS parallel_sized_equals_serial,
        bloom_union_agg(bloom_add(bloom_empty(10), email)) = (SELECT u FROM serial_result) AS parallel_union_equals_serial
 FROM big_input;
+-- The same with every email 40 times over: the workers drop repeats before sending their states.
+CREATE TABLE repeated_input AS SELECT i AS id, 'user' || (i % 5000) || '@mail.com' AS email
+FROM generate_series(1, 200000) i;
+ANALYZE repeated_input;
+SET max_parallel_workers_per_gather = 0;
+CREATE TEMP TABLE serial_repeated AS SELECT bloom_agg(email) AS a FROM repeated_input;
+SET max_parallel_workers_per_gather = 2;
+EXPLAIN (COSTS OFF) SELECT bloom_agg(email) FROM repeated_input;
+-- The bits (past the 36-byte header) are those of a filter sized for the 5000 distinct emails.
+SELECT bloom_agg(email) = (SELECT a FROM serial_repeated) AS parallel_equals_serial,
+       substring(bloom_agg(email)::bytea FROM 37)
+         = substring(bloom_add(bloom_empty(5000), (SELECT array_agg(DISTINCT email) FROM repeated_input))::bytea FROM 37)
+         AS bits_of_a_filter_for_distinct,
+       (SELECT capacity || ' ' || inserted FROM bloom_info(bloom_agg(email))) AS capacity_inserted
+FROM repeated_input;
 RESET ALL;
 
 -- As window aggregates: each row's running filter holds that row's email and those before it

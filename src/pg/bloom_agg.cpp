@@ -64,10 +64,38 @@ struct HashChunk {
 };
 static_assert(kBuckets == 256, "a held hash drops exactly the top byte, the bucket's number");
 
+// Appending touches only the bucket (256 of them: 10 kB, which stays in cache), never the
+// chunk's header: the last chunk's count is its capacity less `room`, and is written to its
+// header only when another chunk follows it or the chunks are rearranged.
 struct HashBucket {
     HashChunk *first;
     HashChunk *last;
+    uint8_t *tail;  // where the next hash goes in the last chunk
+    uint32_t room;  // free places left in the last chunk (0 without chunks)
     size_t count;
+
+    uint32_t count_of(const HashChunk *chunk) const {
+        return chunk == last ? chunk->capacity - room : chunk->count;
+    }
+    // Writes the last chunk's count to its header.
+    void settle() {
+        if (last) last->count = last->capacity - room;
+    }
+    // Appends after the last chunk's `count` hashes from now on.
+    void resume() {
+        room = last ? last->capacity - last->count : 0;
+        tail = last ? last->hashes + size_t(last->count) * kHeldHashBytes : nullptr;
+    }
+    // The eighth byte of the high half belongs to a hash not written yet (or is the chunk's
+    // spare byte), so it is overwritten without being read: reading it would wait on memory the
+    // chunk has never touched.
+    void append(Hash128 h) {
+        store_u64(tail, h.low);
+        store_u64(tail + 8, h.high);
+        tail += kHeldHashBytes;
+        room--;
+        count++;
+    }
 };
 
 struct AggregateState {
@@ -127,26 +155,29 @@ inline HashBucket &bucket_of(AggregateState *state, Hash128 h) {
     return state->buckets[h.high >> (64 - kBucketBits)];
 }
 
-void add_chunk(AggregateState *state, HashBucket &bucket) {
-    uint32_t capacity = kChunkCapacities[0];
-    if (bucket.last) {
-        capacity = bucket.last->capacity;  // the largest, once reached, repeats
-        for (uint32_t next : kChunkCapacities)
-            if (next > bucket.last->capacity) {
-                capacity = next;
-                break;
-            }
-    }
-    HashChunk *chunk = static_cast<HashChunk *>(MemoryContextAlloc(
-        state->context, offsetof(HashChunk, hashes) + capacity * kHeldHashBytes + 1));
+// The next chunk of a growing bucket: one size up the ladder from its last chunk, or the largest
+// size again.
+uint32_t next_chunk_capacity(const HashBucket &bucket) {
+    if (bucket.last == nullptr) return kChunkCapacities[0];
+    for (uint32_t next : kChunkCapacities)
+        if (next > bucket.last->capacity) return next;
+    return kChunkCapacities[lengthof(kChunkCapacities) - 1];
+}
+
+// Appends an empty chunk for `capacity` hashes to the bucket.
+void add_chunk(AggregateState *state, HashBucket &bucket, uint32_t capacity) {
+    HashChunk *chunk = static_cast<HashChunk *>(MemoryContextAllocHuge(
+        state->context, offsetof(HashChunk, hashes) + size_t(capacity) * kHeldHashBytes + 1));
     chunk->next = nullptr;
     chunk->count = 0;
     chunk->capacity = capacity;
+    bucket.settle();
     if (bucket.last)
         bucket.last->next = chunk;
     else
         bucket.first = chunk;
     bucket.last = chunk;
+    bucket.resume();
 }
 
 // Keeps the first of equal hashes, compacting the bucket's chunks in place (the write position
@@ -154,6 +185,7 @@ void add_chunk(AggregateState *state, HashBucket &bucket) {
 // bucket.count hashes.
 void deduplicate(AggregateState *state, HashBucket &bucket, Hash128 *set_slots) {
     if (bucket.count == 0) return;
+    bucket.settle();
     HashSet set(set_slots, HashSet::slots_for(bucket.count));
     const uint32_t number = uint32_t(&bucket - state->buckets);
     HashChunk *write = bucket.first;
@@ -178,6 +210,7 @@ void deduplicate(AggregateState *state, HashBucket &bucket, Hash128 *set_slots) 
     }
     write->next = nullptr;
     bucket.last = write;
+    bucket.resume();
     size_t kept = 0;
     for (HashChunk *chunk = bucket.first; chunk != nullptr; chunk = chunk->next)
         kept += chunk->count;
@@ -195,9 +228,7 @@ bool repeats_enough(AggregateState *state) {
     return double(state->held) > kDeduplicateAbove * state->distinct_estimate;
 }
 
-bool last_chunk_full(const HashBucket &bucket) {
-    return bucket.last == nullptr || bucket.last->count == bucket.last->capacity;
-}
+bool last_chunk_full(const HashBucket &bucket) { return bucket.room == 0; }
 
 void hold(AggregateState *state, Hash128 h) {
     HashBucket &bucket = bucket_of(state, h);
@@ -209,10 +240,9 @@ void hold(AggregateState *state, Hash128 h) {
             deduplicate(state, bucket, slots);
             pfree(slots);
         }
-        if (last_chunk_full(bucket)) add_chunk(state, bucket);
+        if (last_chunk_full(bucket)) add_chunk(state, bucket, next_chunk_capacity(bucket));
     }
-    bucket.last->put(bucket.last->count++, h);
-    bucket.count++;
+    bucket.append(h);
     state->held++;
     state->sketch->add(h);
 }
@@ -243,7 +273,8 @@ uint64_t deduplicate_all(AggregateState *state, bool count_only) {
         if (bucket.count == 0) continue;
         HashSet set(slots, HashSet::slots_for(bucket.count));
         for (const HashChunk *chunk = bucket.first; chunk != nullptr; chunk = chunk->next)
-            for (uint32_t i = 0; i < chunk->count; i++) distinct += set.insert(chunk->get(i, b));
+            for (uint32_t i = 0, n = bucket.count_of(chunk); i < n; i++)
+                distinct += set.insert(chunk->get(i, b));
     }
     pfree(slots);
     return distinct;
@@ -252,10 +283,11 @@ uint64_t deduplicate_all(AggregateState *state, bool count_only) {
 // Calls use(h) for every hash held, bucket by bucket.
 template <typename Use>
 void for_each_hash(const AggregateState *state, Use &&use) {
-    for (uint32_t b = 0; b < kBuckets; b++)
-        for (const HashChunk *chunk = state->buckets[b].first; chunk != nullptr;
-             chunk = chunk->next)
-            for (uint32_t i = 0; i < chunk->count; i++) use(chunk->get(i, b));
+    for (uint32_t b = 0; b < kBuckets; b++) {
+        const HashBucket &bucket = state->buckets[b];
+        for (const HashChunk *chunk = bucket.first; chunk != nullptr; chunk = chunk->next)
+            for (uint32_t i = 0, n = bucket.count_of(chunk); i < n; i++) use(chunk->get(i, b));
+    }
 }
 
 AggregateState *auto_transition(FunctionCallInfo fcinfo, double error_rate) {
@@ -382,13 +414,16 @@ extern "C" Datum bloom_agg_combinefn(PG_FUNCTION_ARGS) {
         for (uint32_t b = 0; b < kBuckets; b++) {
             HashBucket &from = source->buckets[b], &to = target->buckets[b];
             if (from.first == nullptr) continue;
+            to.settle();
             if (to.last)
                 to.last->next = from.first;
             else
                 to.first = from.first;
             to.last = from.last;
+            to.tail = from.tail;
+            to.room = from.room;
             to.count += from.count;
-            from = HashBucket{nullptr, nullptr, 0};
+            from = HashBucket{nullptr, nullptr, nullptr, 0, 0};
         }
         target->held += source->held;
         source->held = 0;
@@ -405,18 +440,25 @@ extern "C" Datum bloom_agg_combinefn(PG_FUNCTION_ARGS) {
 
 // Serialized state, little-endian:
 //   u8 kind (1 auto-sized, 2 sized), u8 key kind, then
-//   auto-sized: f64 error_rate, u64 inserted, u64 count, count x (u64 low, u64 high);
+//   auto-sized: f64 error_rate, u64 inserted, u64 count, the sketch's 1024 registers,
+//     256 x u32 the hashes of each bucket, then count x 15 bytes: the held hashes bucket by
+//     bucket, as chunks hold them (the bucket's number is each hash's missing top byte);
 //   sized: the filter's encoding.
+// A state goes from a worker to the leader of the same server, but the layout is fixed anyway.
 constexpr uint8_t kSerialAuto = 1, kSerialSized = 2;
 constexpr size_t kSerialAutoHeader = 2 + 8 + 8 + 8;
+constexpr size_t kSerialSketchBytes = sizeof(DistinctSketch::registers);
+constexpr size_t kSerialAutoFixed = kSerialAutoHeader + kSerialSketchBytes + 4 * kBuckets;
 
 extern "C" Datum bloom_agg_serialfn(PG_FUNCTION_ARGS) {
     AggregateState *state = reinterpret_cast<AggregateState *>(PG_GETARG_POINTER(0));
     Size size;
     bytea *result;
     if (state->auto_sized) {
-        uint64_t distinct = deduplicate_all(state, false);
-        size = VARHDRSZ + kSerialAutoHeader + distinct * 16;
+        // Drop repeats first only when the sketch says there are enough of them to matter: a
+        // mostly distinct input is sent as it is, and the leader counts distinct hashes anyway.
+        if (state->held > 0 && repeats_enough(state)) deduplicate_all(state, false);
+        size = VARHDRSZ + kSerialAutoFixed + state->held * kHeldHashBytes;
         result = static_cast<bytea *>(palloc_extended(size, MCXT_ALLOC_HUGE));
         uint8_t *out = reinterpret_cast<uint8_t *>(VARDATA(result));
         out[0] = kSerialAuto;
@@ -425,13 +467,19 @@ extern "C" Datum bloom_agg_serialfn(PG_FUNCTION_ARGS) {
         memcpy(&rate_bits, &state->error_rate, 8);
         store_u64(out + 2, rate_bits);
         store_u64(out + 10, state->inserted);
-        store_u64(out + 18, distinct);
+        store_u64(out + 18, state->held);
         out += kSerialAutoHeader;
-        for_each_hash(state, [&out](Hash128 h) {
-            store_u64(out, h.low);
-            store_u64(out + 8, h.high);
-            out += 16;
-        });
+        memcpy(out, state->sketch->registers, kSerialSketchBytes);
+        out += kSerialSketchBytes;
+        for (uint32_t b = 0; b < kBuckets; b++, out += 4)
+            store_u32(out, uint32_t(state->buckets[b].count));
+        for (uint32_t b = 0; b < kBuckets; b++) {
+            const HashBucket &bucket = state->buckets[b];
+            for (const HashChunk *chunk = bucket.first; chunk != nullptr; chunk = chunk->next) {
+                memcpy(out, chunk->hashes, size_t(bucket.count_of(chunk)) * kHeldHashBytes);
+                out += size_t(bucket.count_of(chunk)) * kHeldHashBytes;
+            }
+        }
     } else {
         size_t length = bloom_length(state->filter);
         size = VARHDRSZ + 2 + length;
@@ -472,17 +520,34 @@ extern "C" Datum bloom_agg_deserialfn(PG_FUNCTION_ARGS) {
         PG_RETURN_POINTER(state);
     }
     if (in[0] != kSerialAuto) report_bad_state("unknown state kind");
-    if (length < kSerialAutoHeader) report_bad_state("too short");
+    if (length < kSerialAutoFixed) report_bad_state("too short");
     uint64_t rate_bits = load_u64(in + 2);
     double error_rate;
     memcpy(&error_rate, &rate_bits, 8);
-    uint64_t count = load_u64(in + 18);
-    if (count > (length - kSerialAutoHeader) / 16 || length != kSerialAutoHeader + count * 16)
+    const uint64_t count = load_u64(in + 18);
+    if (count > (length - kSerialAutoFixed) / kHeldHashBytes ||
+        length != kSerialAutoFixed + count * kHeldHashBytes)
         report_bad_state("length does not match the number of hashes");
+    const uint8_t *counts = in + kSerialAutoHeader + kSerialSketchBytes;
+    uint64_t sum = 0;
+    for (uint32_t b = 0; b < kBuckets; b++) sum += load_u32(counts + 4 * b);
+    if (sum != count) report_bad_state("the buckets' counts do not add up to the number of hashes");
     AggregateState *state = new_auto_state(context, KeyKind(kind), error_rate);
-    const uint8_t *hashes = in + kSerialAutoHeader;
-    for (uint64_t i = 0; i < count; i++, hashes += 16)
-        hold(state, Hash128{load_u64(hashes), load_u64(hashes + 8)});
+    memcpy(state->sketch->registers, in + kSerialAutoHeader, kSerialSketchBytes);
+    // Each bucket arrives whole, as one chunk of exactly its size: a copy, no per-hash work.
+    const uint8_t *hashes = counts + 4 * kBuckets;
+    for (uint32_t b = 0; b < kBuckets; b++) {
+        const uint32_t bucket_count = load_u32(counts + 4 * b);
+        if (bucket_count == 0) continue;
+        HashBucket &bucket = state->buckets[b];
+        add_chunk(state, bucket, bucket_count);
+        memcpy(bucket.last->hashes, hashes, size_t(bucket_count) * kHeldHashBytes);
+        bucket.last->count = bucket_count;
+        bucket.resume();
+        bucket.count = bucket_count;
+        hashes += size_t(bucket_count) * kHeldHashBytes;
+    }
+    state->held = count;
     state->inserted = load_u64(in + 10);
     state->consumable = true;
     PG_RETURN_POINTER(state);
