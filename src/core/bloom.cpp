@@ -200,22 +200,6 @@ HashSet::HashSet(Hash128 *slots, size_t slot_count)
     std::memset(slots, 0, slot_count * sizeof(Hash128));
 }
 
-bool HashSet::insert(Hash128 h) {
-    if (h.low == 0 && h.high == 0) {
-        bool is_new = !has_zero_;
-        has_zero_ = true;
-        return is_new;
-    }
-    for (size_t slot = size_t(h.low) & mask_;; slot = (slot + 1) & mask_) {
-        Hash128 &entry = slots_[slot];
-        if (entry.low == 0 && entry.high == 0) {
-            entry = h;
-            return true;
-        }
-        if (entry.low == h.low && entry.high == h.high) return false;
-    }
-}
-
 double DistinctSketch::estimate() const {
     const double m = double(1u << kRegisterBits);
     double sum = 0;

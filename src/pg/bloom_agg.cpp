@@ -32,10 +32,10 @@ namespace {
 constexpr double kDefaultErrorRate = 0.01;
 constexpr uint32_t kBucketBits = 8;
 constexpr uint32_t kBuckets = 1u << kBucketBits;
-// Chunks grow from 33 hashes to 545 (8 KB): small groups stay small, and the partly empty last
-// chunks of all buckets add at most 2 MB. With the 16-byte chunk header each size stays just
-// under a power of two, as the memory context rounds it.
-constexpr uint32_t kChunkCapacities[] = {33, 67, 135, 271, 545};
+// Chunks grow from 33 hashes to 135 (2 KB): small groups stay small, and the partly empty last
+// chunks of all buckets add at most 0.5 MB, 0.25 MB on average. With the 16-byte chunk header
+// each size stays just under a power of two, as the memory context rounds it.
+constexpr uint32_t kChunkCapacities[] = {33, 67, 135};
 
 // Deduplicate when the hashes held exceed the estimated distinct count by this factor.
 constexpr double kDeduplicateAbove = 1.5;
@@ -272,9 +272,14 @@ uint64_t deduplicate_all(AggregateState *state, bool count_only) {
         }
         if (bucket.count == 0) continue;
         HashSet set(slots, HashSet::slots_for(bucket.count));
-        for (const HashChunk *chunk = bucket.first; chunk != nullptr; chunk = chunk->next)
-            for (uint32_t i = 0, n = bucket.count_of(chunk); i < n; i++)
+        constexpr uint32_t kAhead = 8;  // prefetch distance, in hashes
+        for (const HashChunk *chunk = bucket.first; chunk != nullptr; chunk = chunk->next) {
+            const uint32_t n = bucket.count_of(chunk);
+            for (uint32_t i = 0; i < n; i++) {
+                if (i + kAhead < n) set.prefetch(chunk->get(i + kAhead, b));
                 distinct += set.insert(chunk->get(i, b));
+            }
+        }
     }
     pfree(slots);
     return distinct;
