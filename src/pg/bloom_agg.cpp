@@ -455,6 +455,19 @@ constexpr size_t kSerialAutoHeader = 2 + 8 + 8 + 8;
 constexpr size_t kSerialSketchBytes = sizeof(DistinctSketch::registers);
 constexpr size_t kSerialAutoFixed = kSerialAutoHeader + kSerialSketchBytes + 4 * kBuckets;
 
+// A serialized state is a bytea, which holds at most 1 GB: the largest filters, or more than 71M
+// distinct hashes in one process, cannot travel from a worker to the leader.
+void check_serialized_size(Size size) {
+    if (size > MaxAllocSize)
+        ereport(ERROR,
+                (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+                 errmsg("bloom_agg state of %zu bytes is too large to pass between parallel "
+                        "processes",
+                        size),
+                 errhint("Run it without parallel workers: SET max_parallel_workers_per_gather "
+                         "= 0.")));
+}
+
 extern "C" Datum bloom_agg_serialfn(PG_FUNCTION_ARGS) {
     AggregateState *state = reinterpret_cast<AggregateState *>(PG_GETARG_POINTER(0));
     Size size;
@@ -464,6 +477,7 @@ extern "C" Datum bloom_agg_serialfn(PG_FUNCTION_ARGS) {
         // mostly distinct input is sent as it is, and the leader counts distinct hashes anyway.
         if (state->held > 0 && repeats_enough(state)) deduplicate_all(state, false);
         size = VARHDRSZ + kSerialAutoFixed + state->held * kHeldHashBytes;
+        check_serialized_size(size);
         result = static_cast<bytea *>(palloc_extended(size, MCXT_ALLOC_HUGE));
         uint8_t *out = reinterpret_cast<uint8_t *>(VARDATA(result));
         out[0] = kSerialAuto;
@@ -488,6 +502,7 @@ extern "C" Datum bloom_agg_serialfn(PG_FUNCTION_ARGS) {
     } else {
         size_t length = bloom_length(state->filter);
         size = VARHDRSZ + 2 + length;
+        check_serialized_size(size);
         result = static_cast<bytea *>(palloc_extended(size, MCXT_ALLOC_HUGE));
         uint8_t *out = reinterpret_cast<uint8_t *>(VARDATA(result));
         out[0] = kSerialSized;
