@@ -455,10 +455,15 @@ constexpr size_t kSerialAutoHeader = 2 + 8 + 8 + 8;
 constexpr size_t kSerialSketchBytes = sizeof(DistinctSketch::registers);
 constexpr size_t kSerialAutoFixed = kSerialAutoHeader + kSerialSketchBytes + 4 * kBuckets;
 
-// A serialized state is a bytea, which holds at most 1 GB: the largest filters, or more than 71M
-// distinct hashes in one process, cannot travel from a worker to the leader.
+// A serialized state is a bytea, which holds at most 1 GB, and it travels inside a tuple whose
+// few bytes of header must fit too: more than about 71M distinct hashes in one process cannot
+// reach the leader. (The largest filter, 1,073,741,348 bytes, fits with 469 bytes to spare.)
+constexpr Size kMaxSerializedBytes = MaxAllocSize - 256;
+
+bool serialized_size_fits(Size size) { return size <= kMaxSerializedBytes; }
+
 void check_serialized_size(Size size) {
-    if (size > MaxAllocSize)
+    if (!serialized_size_fits(size))
         ereport(ERROR,
                 (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
                  errmsg("bloom_agg state of %zu bytes is too large to pass between parallel "
@@ -475,7 +480,11 @@ extern "C" Datum bloom_agg_serialfn(PG_FUNCTION_ARGS) {
     if (state->auto_sized) {
         // Drop repeats first only when the sketch says there are enough of them to matter: a
         // mostly distinct input is sent as it is, and the leader counts distinct hashes anyway.
-        if (state->held > 0 && repeats_enough(state)) deduplicate_all(state, false);
+        // A state too large to send is deduplicated anyway before giving up.
+        if (state->held > 0 &&
+            (repeats_enough(state) ||
+             !serialized_size_fits(VARHDRSZ + kSerialAutoFixed + state->held * kHeldHashBytes)))
+            deduplicate_all(state, false);
         size = VARHDRSZ + kSerialAutoFixed + state->held * kHeldHashBytes;
         check_serialized_size(size);
         result = static_cast<bytea *>(palloc_extended(size, MCXT_ALLOC_HUGE));

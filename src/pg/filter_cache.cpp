@@ -23,6 +23,10 @@ extern "C" {
 #include "access/heaptoast.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/transam.h"
+#include "access/xact.h"
+#include "catalog/pg_am_d.h"
+#include "storage/procarray.h"
 #include "utils/fmgroids.h"
 #include "storage/bufmgr.h"
 #include "utils/rel.h"
@@ -145,11 +149,27 @@ int32 copy_chunk(HeapTuple tuple, TupleDesc descriptor, const varatt_external &p
     return number;
 }
 
+// The TOAST snapshot ignores xmax, and the index path can rely on value ids being unique among
+// the index's entries; a remembered place cannot. A deleted chunk left on its page could carry
+// the id of a newer value (the OID counter wraps), so a remembered tuple counts only if its
+// inserter committed and nobody deleted it. Anything else goes through the index.
+bool never_deleted(HeapTupleHeader header) {
+    if (!(header->t_infomask & HEAP_XMAX_INVALID) &&
+        TransactionIdIsValid(HeapTupleHeaderGetRawXmax(header)))
+        return false;
+    if (HeapTupleHeaderXminCommitted(header)) return true;  // also true when frozen
+    const TransactionId xmin = HeapTupleHeaderGetRawXmin(header);
+    return !TransactionIdIsCurrentTransactionId(xmin) && !TransactionIdIsInProgress(xmin) &&
+           TransactionIdDidCommit(xmin);
+}
+
 // Reads the wanted chunks from the places remembered for them. False, having copied nothing that
 // matters, when a place is unknown or holds anything but a visible tuple of that value and chunk:
 // the caller then scans the index.
 bool fetch_remembered(Relation toast, Snapshot snapshot, const varatt_external &pointer,
                       const int32 *wanted, int wanted_count, Slice *slices, int count) {
+    // heap_fetch reads heap pages: a TOAST table of another access method takes the index path.
+    if (toast->rd_rel->relam != HEAP_TABLE_AM_OID) return false;
     ItemPointerData tids[8];
     for (int i = 0; i < wanted_count; i++) {
         const ChunkLocation &slot =
@@ -172,6 +192,7 @@ bool fetch_remembered(Relation toast, Snapshot snapshot, const varatt_external &
         if (!heap_fetch(toast, snapshot, &tuple, &buffer, false)) return false;
         bool is_null;
         bool matches =
+            never_deleted(tuple.t_data) &&
             DatumGetObjectId(fastgetattr(&tuple, 1, descriptor, &is_null)) == pointer.va_valueid &&
             DatumGetInt32(fastgetattr(&tuple, 2, descriptor, &is_null)) == wanted[i];
         if (matches) copy_chunk(&tuple, descriptor, pointer, slices, count);
