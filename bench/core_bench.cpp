@@ -104,17 +104,20 @@ void BM_core_add(benchmark::State &state) {
     state.SetItemsProcessed(state.iterations());
 }
 
-void BM_core_contains(benchmark::State &state) {
+// contains over the first `cycle` probes, again and again.
+void core_contains_cycling(benchmark::State &state, size_t cycle) {
     Data &d = data();
     bloomfilter::FilterRef filter = d.core();
     size_t i = 0;
     for (auto _ : state) {
         std::string_view key = d.probes[i];
         benchmark::DoNotOptimize(filter.contains(bloomfilter::hash_bytes(key.data(), key.size())));
-        if (++i == d.probes.size()) i = 0;
+        if (++i == cycle) i = 0;
     }
     state.SetItemsProcessed(state.iterations());
 }
+
+void BM_core_contains(benchmark::State &state) { core_contains_cycling(state, data().probes.size()); }
 
 void BM_seed_add(benchmark::State &state) {
     Data &d = data();
@@ -152,17 +155,7 @@ void BM_core_hash(benchmark::State &state) {
 // contains on the same filter with only 1,024 probes cycling, so the blocks they read stay in
 // the L1 and L2 caches: the difference from BM_core_contains is the cost of fetching a block
 // from a filter larger than L2.
-void BM_core_contains_cached(benchmark::State &state) {
-    Data &d = data();
-    bloomfilter::FilterRef filter = d.core();
-    size_t i = 0;
-    for (auto _ : state) {
-        std::string_view key = d.probes[i];
-        benchmark::DoNotOptimize(filter.contains(bloomfilter::hash_bytes(key.data(), key.size())));
-        if (++i == 1024) i = 0;
-    }
-    state.SetItemsProcessed(state.iterations());
-}
+void BM_core_contains_cached(benchmark::State &state) { core_contains_cycling(state, 1024); }
 
 BENCHMARK(BM_core_add);
 BENCHMARK(BM_core_contains);
