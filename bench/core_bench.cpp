@@ -58,7 +58,7 @@ struct Data {
         bloomfilter::write_empty(parameters, core_bytes.data());
         bloomfilter::FilterRef filter = core();
         for (size_t i = 0; i < keys.size(); i++) {
-            filter.add(bloomfilter::hash_bytes(keys[i].data(), keys[i].size()));
+            filter.add(filter.hash(keys[i].data(), keys[i].size()));
             seed_filter.add(keys[i]);
         }
     }
@@ -96,7 +96,7 @@ void BM_core_add(benchmark::State &state) {
     size_t i = 0;
     for (auto _ : state) {
         std::string_view key = d.keys[i];
-        filter.add(bloomfilter::hash_bytes(key.data(), key.size()));
+        filter.add(filter.hash(key.data(), key.size()));
         if (++i == d.keys.size()) i = 0;
     }
     benchmark::DoNotOptimize(bytes.data());
@@ -111,7 +111,7 @@ void core_contains_cycling(benchmark::State &state, size_t cycle) {
     size_t i = 0;
     for (auto _ : state) {
         std::string_view key = d.probes[i];
-        benchmark::DoNotOptimize(filter.contains(bloomfilter::hash_bytes(key.data(), key.size())));
+        benchmark::DoNotOptimize(filter.contains(filter.hash(key.data(), key.size())));
         if (++i == cycle) i = 0;
     }
     state.SetItemsProcessed(state.iterations());
@@ -146,7 +146,7 @@ void BM_core_hash(benchmark::State &state) {
     size_t i = 0;
     for (auto _ : state) {
         std::string_view key = d.probes[i];
-        benchmark::DoNotOptimize(bloomfilter::hash_bytes(key.data(), key.size()));
+        benchmark::DoNotOptimize(bloomfilter::hash_bytes(bloomfilter::kFormatVersion, key.data(), key.size()));
         if (++i == d.probes.size()) i = 0;
     }
     state.SetItemsProcessed(state.iterations());
@@ -172,11 +172,11 @@ void print_setup() {
     uint64_t core_positives = 0, seed_positives = 0, missed = 0;
     for (uint64_t i = 0; i < kCapacity; i++) {
         std::string key = "absent" + std::to_string(i) + "@mail.com";
-        core_positives += core.contains(bloomfilter::hash_bytes(key.data(), key.size()));
+        core_positives += core.contains(core.hash(key.data(), key.size()));
         seed_positives += d.seed_filter.contains(key);
     }
     for (size_t i = 0; i < d.keys.size(); i++)
-        missed += !core.contains(bloomfilter::hash_bytes(d.keys[i].data(), d.keys[i].size())) +
+        missed += !core.contains(core.hash(d.keys[i].data(), d.keys[i].size())) +
                   !d.seed_filter.contains(d.keys[i]);
     std::printf("core: %llu bits in %u blocks of %llu bytes, k = %u, %zu bytes encoded, false-positive rate %.4f\n",
                 (unsigned long long)d.parameters.bits(), d.parameters.blocks,

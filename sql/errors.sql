@@ -44,7 +44,7 @@ CREATE TEMP TABLE good AS SELECT bloom_empty(10)::bytea AS b;
 SELECT pg_temp.error_of($$SELECT '\x'::bytea::bloom$$);
 SELECT pg_temp.error_of($$SELECT substring(b FROM 1 FOR 35)::bloom FROM good$$);
 SELECT pg_temp.error_of($$SELECT overlay(b PLACING '\x58' FROM 1)::bloom FROM good$$);
-SELECT pg_temp.error_of($$SELECT overlay(b PLACING '\x02' FROM 5)::bloom FROM good$$);
+SELECT pg_temp.error_of($$SELECT overlay(b PLACING '\x03' FROM 5)::bloom FROM good$$);
 SELECT pg_temp.error_of($$SELECT overlay(b PLACING '\x0b' FROM 6)::bloom FROM good$$);
 SELECT pg_temp.error_of($$SELECT overlay(b PLACING '\x40' FROM 6)::bloom FROM good$$);
 SELECT pg_temp.error_of($$SELECT overlay(b PLACING '\x0d' FROM 6)::bloom FROM good$$);

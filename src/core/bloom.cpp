@@ -25,6 +25,7 @@ const char *status_message(Status status) {
         case Status::bad_length: return "the value's length does not match its number of blocks";
         case Status::capacity_mismatch: return "the filters have different capacity";
         case Status::error_rate_mismatch: return "the filters have different error_rate";
+        case Status::version_mismatch: return "the filters have different format versions";
     }
     return "unknown status";
 }
@@ -93,7 +94,8 @@ static void store_double(uint8_t *p, double d) {
 Status read_header(const uint8_t *data, size_t available, uint64_t total_length, Header *out) {
     if (available < kHeaderBytes || total_length < kHeaderBytes) return Status::truncated;
     if (std::memcmp(data + kOffsetMagic, kMagic, sizeof kMagic) != 0) return Status::bad_magic;
-    if (data[kOffsetVersion] != kFormatVersion) return Status::unsupported_version;
+    const uint8_t version = data[kOffsetVersion];
+    if (version != kFormatVersion1 && version != kFormatVersion2) return Status::unsupported_version;
     uint64_t capacity = load_u64(data + kOffsetCapacity);
     double error_rate = load_double(data + kOffsetErrorRate);
     Parameters expected;
@@ -108,6 +110,7 @@ Status read_header(const uint8_t *data, size_t available, uint64_t total_length,
         load_u32(data + kOffsetBlocks) != expected.blocks)
         return Status::inconsistent_sizing;
     if (total_length != expected.encoded_bytes()) return Status::bad_length;
+    expected.version = version;
     out->parameters = expected;
     out->inserted = load_u64(data + kOffsetInserted);
     return Status::ok;
@@ -121,7 +124,7 @@ void write_empty(const Parameters &parameters, uint8_t *out) {
 void write_header(const Parameters &parameters, uint8_t *out) {
     std::memset(out, 0, kHeaderBytes);
     std::memcpy(out + kOffsetMagic, kMagic, sizeof kMagic);
-    out[kOffsetVersion] = uint8_t(kFormatVersion);
+    out[kOffsetVersion] = uint8_t(parameters.version);
     out[kOffsetBlockLog2] = uint8_t(parameters.block_log2);
     store_u16(out + kOffsetHashes, uint16_t(parameters.hashes));
     store_u32(out + kOffsetBlocks, parameters.blocks);
@@ -142,6 +145,7 @@ void add_inserted(uint8_t *data, uint64_t count) {
 }
 
 Status check_compatible(const Header &a, const Header &b) {
+    if (a.parameters.version != b.parameters.version) return Status::version_mismatch;
     if (a.parameters.capacity != b.parameters.capacity) return Status::capacity_mismatch;
     // Compare bit patterns: the same double written by two programs must be bit-identical.
     uint64_t ra, rb;
@@ -187,7 +191,7 @@ Statistics statistics(const uint8_t *data, const Header &header) {
     return stats;
 }
 
-// Loaded at most 2/3: linear probing stays short, and the scratch is at most 3 x 16 bytes per
+// Loaded at most 2/3: linear probing stays short, and the scratch is at most 3 x 8 bytes per
 // hash of the largest bucket.
 size_t HashSet::slots_for(size_t count) {
     size_t slots = 16;
@@ -195,9 +199,9 @@ size_t HashSet::slots_for(size_t count) {
     return slots;
 }
 
-HashSet::HashSet(Hash128 *slots, size_t slot_count)
+HashSet::HashSet(uint64_t *slots, size_t slot_count)
     : slots_(slots), mask_(slot_count - 1), has_zero_(false) {
-    std::memset(slots, 0, slot_count * sizeof(Hash128));
+    std::memset(slots, 0, slot_count * sizeof(uint64_t));
 }
 
 double DistinctSketch::estimate() const {
@@ -205,7 +209,7 @@ double DistinctSketch::estimate() const {
     double sum = 0;
     uint32_t zeros = 0;
     for (uint32_t i = 0; i < (1u << kRegisterBits); i++) {
-        // Registers hold at most 64 - kRegisterBits + 1: 2^-r exactly, without ldexp.
+        // Registers hold at most 64 - 8 - kRegisterBits + 1: 2^-r exactly, without ldexp.
         uint64_t one = uint64_t(1023 - registers[i]) << 52;
         double inverse_power;
         std::memcpy(&inverse_power, &one, 8);

@@ -4,9 +4,9 @@
 // Two kinds of state, both in the aggregate memory context and updated in place:
 // - sized (bloom_agg(value, capacity, error_rate) and bloom_union_agg): the filter itself, its
 //   header (counter included) kept up to date in its bytes;
-// - auto-sized (bloom_agg(value), bloom_agg(value, error_rate)): the distinct 128-bit hashes of
-//   the keys, held in 15 bytes each, from which the final function sizes the filter for their
-//   number.
+// - auto-sized (bloom_agg(value), bloom_agg(value, error_rate)): the distinct 64-bit hashes of
+//   the keys (format version 2's), held in 7 bytes each, from which the final function sizes the
+//   filter for their number.
 //   They are appended to 256 buckets by their top bits (appends stay in cache, and each bucket
 //   is deduplicated on its own, in cache, at the end). A bucket is a list of chunks, so growing
 //   never copies and at most its last chunk is partly empty; it is deduplicated before it grows
@@ -30,35 +30,36 @@ PG_FUNCTION_INFO_V1(bloom_agg_deserialfn);
 namespace {
 
 constexpr double kDefaultErrorRate = 0.01;
+// The format of the filters the auto-sized form builds: its held hashes are this version's.
+constexpr uint32_t kAutoVersion = kFormatVersion2;
 constexpr uint32_t kBucketBits = 8;
 constexpr uint32_t kBuckets = 1u << kBucketBits;
-// Chunks grow from 33 hashes to 135 (2 KB): small groups stay small, and the partly empty last
+// Chunks grow from 70 hashes to 290 (2 KB): small groups stay small, and the partly empty last
 // chunks of all buckets add at most 0.5 MB, 0.25 MB on average. With the 16-byte chunk header
-// each size stays just under a power of two, as the memory context rounds it.
-constexpr uint32_t kChunkCapacities[] = {33, 67, 135};
+// and the spare byte each size stays just under a power of two, as the memory context rounds it.
+constexpr uint32_t kChunkCapacities[] = {70, 143, 290};
 
 // Deduplicate when the hashes held exceed the estimated distinct count by this factor.
 constexpr double kDeduplicateAbove = 1.5;
 
-// A hash is held in 15 bytes: the top byte of its high half is the bucket's number.
-constexpr size_t kHeldHashBytes = 15;
+// A hash is held in 7 bytes: its top byte is the bucket's number.
+constexpr size_t kHeldHashBytes = 7;
 
 struct HashChunk {
     HashChunk *next;
     uint32_t count;
     uint32_t capacity;
-    uint8_t hashes[1];  // `capacity` x 15 bytes and a spare byte, allocated past the struct's end
+    uint8_t hashes[1];  // `capacity` x 7 bytes and a spare byte, allocated past the struct's end
 
-    // The 7 bytes of the high half are moved as 8 (the eighth belongs to the next hash, or is the
-    // chunk's spare byte, and is written back as it was): a load or two instead of seven.
-    Hash128 get(uint32_t i, uint32_t bucket) const {
+    // The 7 bytes are moved as 8 (the eighth belongs to the next hash, or is the chunk's spare
+    // byte, and is written back as it was): one load instead of seven.
+    uint64_t get(uint32_t i, uint32_t bucket) const {
         const uint8_t *p = hashes + size_t(i) * kHeldHashBytes;
-        return Hash128{load_u64(p), (load_u64(p + 8) & kLow56) | (uint64_t(bucket) << 56)};
+        return (load_u64(p) & kLow56) | (uint64_t(bucket) << 56);
     }
-    void put(uint32_t i, Hash128 h) {
+    void put(uint32_t i, uint64_t h) {
         uint8_t *p = hashes + size_t(i) * kHeldHashBytes;
-        store_u64(p, h.low);
-        store_u64(p + 8, (load_u64(p + 8) & ~kLow56) | (h.high & kLow56));
+        store_u64(p, (load_u64(p) & ~kLow56) | (h & kLow56));
     }
     static constexpr uint64_t kLow56 = (uint64_t(1) << 56) - 1;
 };
@@ -86,12 +87,11 @@ struct HashBucket {
         room = last ? last->capacity - last->count : 0;
         tail = last ? last->hashes + size_t(last->count) * kHeldHashBytes : nullptr;
     }
-    // The eighth byte of the high half belongs to a hash not written yet (or is the chunk's
-    // spare byte), so it is overwritten without being read: reading it would wait on memory the
-    // chunk has never touched.
-    void append(Hash128 h) {
-        store_u64(tail, h.low);
-        store_u64(tail + 8, h.high);
+    // The eighth byte belongs to a hash not written yet (or is the chunk's spare byte), so it is
+    // overwritten without being read: reading it would wait on memory the chunk has never
+    // touched.
+    void append(uint64_t h) {
+        store_u64(tail, h);
         tail += kHeldHashBytes;
         room--;
         count++;
@@ -151,8 +151,8 @@ AggregateState *new_auto_state(MemoryContext context, KeyKind kind, double error
     return state;
 }
 
-inline HashBucket &bucket_of(AggregateState *state, Hash128 h) {
-    return state->buckets[h.high >> (64 - kBucketBits)];
+inline HashBucket &bucket_of(AggregateState *state, uint64_t h) {
+    return state->buckets[h >> (64 - kBucketBits)];
 }
 
 // The next chunk of a growing bucket: one size up the ladder from its last chunk, or the largest
@@ -183,7 +183,7 @@ void add_chunk(AggregateState *state, HashBucket &bucket, uint32_t capacity) {
 // Keeps the first of equal hashes, compacting the bucket's chunks in place (the write position
 // never passes the read position) and freeing the chunks left empty. `set` has room for
 // bucket.count hashes.
-void deduplicate(AggregateState *state, HashBucket &bucket, Hash128 *set_slots) {
+void deduplicate(AggregateState *state, HashBucket &bucket, uint64_t *set_slots) {
     if (bucket.count == 0) return;
     bucket.settle();
     HashSet set(set_slots, HashSet::slots_for(bucket.count));
@@ -192,7 +192,7 @@ void deduplicate(AggregateState *state, HashBucket &bucket, Hash128 *set_slots) 
     uint32_t write_index = 0;
     for (HashChunk *read = bucket.first; read != nullptr; read = read->next) {
         for (uint32_t i = 0; i < read->count; i++) {
-            const Hash128 h = read->get(i, number);
+            const uint64_t h = read->get(i, number);
             if (!set.insert(h)) continue;
             if (write_index == write->capacity) {
                 write->count = write_index;
@@ -230,13 +230,13 @@ bool repeats_enough(AggregateState *state) {
 
 bool last_chunk_full(const HashBucket &bucket) { return bucket.room == 0; }
 
-void hold(AggregateState *state, Hash128 h) {
+void hold(AggregateState *state, uint64_t h) {
     HashBucket &bucket = bucket_of(state, h);
     if (last_chunk_full(bucket)) {
         // Before growing a bucket of a repetitive input, drop its repeats.
         if (bucket.count > 0 && repeats_enough(state)) {
-            Hash128 *slots = static_cast<Hash128 *>(palloc_extended(
-                HashSet::slots_for(bucket.count) * sizeof(Hash128), MCXT_ALLOC_HUGE));
+            uint64_t *slots = static_cast<uint64_t *>(palloc_extended(
+                HashSet::slots_for(bucket.count) * sizeof(uint64_t), MCXT_ALLOC_HUGE));
             deduplicate(state, bucket, slots);
             pfree(slots);
         }
@@ -247,7 +247,7 @@ void hold(AggregateState *state, Hash128 h) {
     state->sketch->add(h);
 }
 
-void collect(AggregateState *state, Hash128 h) {
+void collect(AggregateState *state, uint64_t h) {
     hold(state, h);
     state->inserted++;
 }
@@ -259,8 +259,8 @@ uint64_t deduplicate_all(AggregateState *state, bool count_only) {
     size_t largest = 0;
     for (uint32_t b = 0; b < kBuckets; b++) largest = Max(largest, state->buckets[b].count);
     if (largest == 0) return 0;
-    Hash128 *slots = static_cast<Hash128 *>(
-        palloc_extended(HashSet::slots_for(largest) * sizeof(Hash128), MCXT_ALLOC_HUGE));
+    uint64_t *slots = static_cast<uint64_t *>(
+        palloc_extended(HashSet::slots_for(largest) * sizeof(uint64_t), MCXT_ALLOC_HUGE));
     uint64_t distinct = 0;
     for (uint32_t b = 0; b < kBuckets; b++) {
         if ((b & 15) == 15) CHECK_FOR_INTERRUPTS();
@@ -302,7 +302,7 @@ AggregateState *auto_transition(FunctionCallInfo fcinfo, double error_rate) {
     if (state == nullptr)
         state = new_auto_state(context, key_kind_of(get_fn_expr_argtype(fcinfo->flinfo, 1)),
                                error_rate);
-    if (!PG_ARGISNULL(1)) collect(state, hash_key(PG_GETARG_DATUM(1), state->kind));
+    if (!PG_ARGISNULL(1)) collect(state, hash_key(PG_GETARG_DATUM(1), state->kind, kAutoVersion).low);
     return state;
 }
 
@@ -353,8 +353,8 @@ extern "C" Datum bloom_agg_sized_transfn(PG_FUNCTION_ARGS) {
         state->header.parameters = parameters;
     }
     if (!PG_ARGISNULL(1)) {
-        FilterRef::of(bloom_bytes(state->filter), state->header.parameters)
-            .add(hash_key(PG_GETARG_DATUM(1), state->kind));
+        FilterRef ref = FilterRef::of(bloom_bytes(state->filter), state->header.parameters);
+        ref.add(hash_key(PG_GETARG_DATUM(1), state->kind, ref.version));
         add_inserted(bloom_bytes(state->filter), 1);
     }
     PG_RETURN_POINTER(state);
@@ -388,10 +388,11 @@ extern "C" Datum bloom_agg_finalfn(PG_FUNCTION_ARGS) {
     Parameters parameters;
     report_parameters(size_filter(distinct, state->error_rate, &parameters), int64(distinct),
                       state->error_rate);
+    parameters.version = kAutoVersion;
     struct varlena *result = make_filter(parameters);
     FilterRef ref = FilterRef::of(bloom_bytes(result), parameters);
     // Bucket by bucket, the blocks written move forward through the filter.
-    for_each_hash(state, [&ref](Hash128 h) { ref.add(h); });
+    for_each_hash(state, [&ref](uint64_t h) { ref.add(KeyHash{h, 0}); });
     write_inserted(bloom_bytes(result), state->inserted);
     PG_RETURN_POINTER(result);
 }
@@ -435,7 +436,7 @@ extern "C" Datum bloom_agg_combinefn(PG_FUNCTION_ARGS) {
         target->sketch->merge(*source->sketch);
         target->inserted += source->inserted;
     } else if (target->auto_sized) {
-        for_each_hash(source, [target](Hash128 h) { hold(target, h); });
+        for_each_hash(source, [target](uint64_t h) { hold(target, h); });
         target->inserted += source->inserted;
     } else {
         union_into(target->filter, target->filter, target->header, source->filter, source->header);
@@ -446,7 +447,7 @@ extern "C" Datum bloom_agg_combinefn(PG_FUNCTION_ARGS) {
 // Serialized state, little-endian:
 //   u8 kind (1 auto-sized, 2 sized), u8 key kind, then
 //   auto-sized: f64 error_rate, u64 inserted, u64 count, the sketch's 1024 registers,
-//     256 x u32 the hashes of each bucket, then count x 15 bytes: the held hashes bucket by
+//     256 x u32 the hashes of each bucket, then count x 7 bytes: the held hashes bucket by
 //     bucket, as chunks hold them (the bucket's number is each hash's missing top byte);
 //   sized: the filter's encoding.
 // A state goes from a worker to the leader of the same server, but the layout is fixed anyway.
@@ -456,7 +457,7 @@ constexpr size_t kSerialSketchBytes = sizeof(DistinctSketch::registers);
 constexpr size_t kSerialAutoFixed = kSerialAutoHeader + kSerialSketchBytes + 4 * kBuckets;
 
 // A serialized state is a bytea, which holds at most 1 GB, and it travels inside a tuple whose
-// few bytes of header must fit too: more than about 71M distinct hashes in one process cannot
+// few bytes of header must fit too: more than about 153M distinct hashes in one process cannot
 // reach the leader. (The largest filter, 1,073,741,348 bytes, fits with 469 bytes to spare.)
 constexpr Size kMaxSerializedBytes = MaxAllocSize - 256;
 

@@ -29,7 +29,8 @@ static Datum add_key(FunctionCallInfo fcinfo, KeyKind kind) {
     if (PG_ARGISNULL(1)) PG_RETURN_DATUM(PG_GETARG_DATUM(0));
     Header header;
     struct varlena *filter = copy_filter(PG_GETARG_DATUM(0), &header);
-    FilterRef::of(bloom_bytes(filter), header.parameters).add(hash_key(PG_GETARG_DATUM(1), kind));
+    FilterRef ref = FilterRef::of(bloom_bytes(filter), header.parameters);
+    ref.add(hash_key(PG_GETARG_DATUM(1), kind, ref.version));
     add_inserted(bloom_bytes(filter), 1);
     PG_RETURN_POINTER(filter);
 }
@@ -60,7 +61,7 @@ extern "C" Datum bloom_add_array(PG_FUNCTION_ARGS) {
             until_check = kElementsPerInterruptCheck;
         }
         if (is_null) continue;
-        ref.add(hash_key(key, kind));
+        ref.add(hash_key(key, kind, ref.version));
         added++;
     }
     array_free_iterator(iterator);
@@ -69,8 +70,10 @@ extern "C" Datum bloom_add_array(PG_FUNCTION_ARGS) {
 }
 
 static Datum contains_key(FunctionCallInfo fcinfo, KeyKind kind) {
-    Hash128 h = hash_key(PG_GETARG_DATUM(1), kind);
-    PG_RETURN_BOOL(filter_contains(fcinfo, PG_GETARG_DATUM(0), h));
+    bool found = with_key_bytes(PG_GETARG_DATUM(1), kind, [fcinfo](const void *data, size_t length) {
+        return filter_contains(fcinfo, PG_GETARG_DATUM(0), KeyBytes{data, length});
+    });
+    PG_RETURN_BOOL(found);
 }
 
 extern "C" Datum bloom_contains_text(PG_FUNCTION_ARGS) {
@@ -107,7 +110,8 @@ extern "C" Datum bloom_contains_array(PG_FUNCTION_ARGS) {
             CHECK_FOR_INTERRUPTS();
         result_nulls[i] = is_null;
         results[i] =
-            is_null ? BoolGetDatum(false) : BoolGetDatum(ref.contains(hash_key(key, kind)));
+            is_null ? BoolGetDatum(false)
+                    : BoolGetDatum(ref.contains(hash_key(key, kind, ref.version)));
     }
     array_free_iterator(iterator);
     ArrayType *result = construct_md_array(results, result_nulls, ARR_NDIM(keys), ARR_DIMS(keys),
@@ -119,6 +123,13 @@ namespace bloomfilter {
 void union_into(struct varlena *target, struct varlena *a, const Header &a_header,
                 struct varlena *b, const Header &b_header) {
     Status status = check_compatible(a_header, b_header);
+    if (status == Status::version_mismatch)
+        ereport(ERROR,
+                (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                 errmsg("cannot union bloom filters of different format versions: %u and %u",
+                        a_header.parameters.version, b_header.parameters.version),
+                 errhint("The versions place a key's bits differently. Rebuild the older filter "
+                         "from its keys, with bloom_agg or bloom_add on a new filter.")));
     if (status == Status::capacity_mismatch)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("cannot union bloom filters with different capacity: " UINT64_FORMAT

@@ -2,7 +2,7 @@
 // key datum and turning core statuses into ereport with a real SQLSTATE.
 //
 // Rule for every file in src/pg: the core never throws, and the objects these files keep on the
-// stack (Hash128, Header, Parameters) are trivially destructible, so an ereport (a longjmp) here
+// stack (KeyHash, KeyBytes, Header, Parameters) are trivially destructible, so an ereport (a longjmp) here
 // never skips a destructor.
 #pragma once
 
@@ -78,10 +78,18 @@ inline auto with_key_bytes(Datum value, KeyKind kind, Use &&use) {
     }
 }
 
-inline Hash128 hash_key(Datum value, KeyKind kind) {
-    return with_key_bytes(value, kind,
-                          [](const void *data, size_t length) { return hash_bytes(data, length); });
+// A key's hash for filters of the given format version.
+inline KeyHash hash_key(Datum value, KeyKind kind, uint32_t version) {
+    return with_key_bytes(value, kind, [version](const void *data, size_t length) {
+        return hash_bytes(version, data, length);
+    });
 }
+
+// The bytes of a key, for a check that hashes them once it knows the filter's version.
+struct KeyBytes {
+    const void *data;
+    size_t length;
+};
 
 // How many array elements or bytes are processed between checks for query cancel.
 constexpr int kElementsPerInterruptCheck = 4096;
@@ -92,10 +100,10 @@ constexpr uint64_t kBytesPerInterruptCheck = 1 << 20;
 void union_into(struct varlena *target, struct varlena *a, const Header &a_header,
                 struct varlena *b, const Header &b_header);
 
-// Membership of one hashed key in a filter argument, reading only the key's block when the
+// Membership of one key in a filter argument, reading only the key's block when the
 // filter is stored out of line uncompressed, and the whole filter once per statement when the
 // same stored filter is checked again (see filter_cache.cpp).
-bool filter_contains(FunctionCallInfo fcinfo, Datum filter, Hash128 h);
+bool filter_contains(FunctionCallInfo fcinfo, Datum filter, KeyBytes key);
 // The whole filter, fetched once per statement and kept in fn_extra for stored values.
 struct varlena *read_filter_cached(FunctionCallInfo fcinfo, Datum filter, Header *header);
 

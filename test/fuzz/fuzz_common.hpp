@@ -62,7 +62,7 @@ inline void exercise_valid(const uint8_t *data, size_t size, const Header &heade
     FilterRef ref = FilterRef::of(filter.data(), p);
     const size_t keys = std::min<size_t>(16, size / 8);
     for (size_t i = 0; i < keys; i++) {
-        Hash128 h = hash_bytes(data + 8 * i, std::min<size_t>(size - 8 * i, 24));
+        KeyHash h = ref.hash(data + 8 * i, std::min<size_t>(size - 8 * i, 24));
         (void)ref.contains(h);
         ref.add(h);
         FUZZ_CHECK(ref.contains(h));

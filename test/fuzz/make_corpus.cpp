@@ -31,15 +31,17 @@ static void emit(const std::string &name, const std::vector<uint8_t> &bytes) {
     write_file("fuzz_hex", name, text.data(), text.size());
 }
 
-static std::vector<uint8_t> filter(uint64_t capacity, double error_rate, uint64_t keys) {
+static std::vector<uint8_t> filter(uint64_t capacity, double error_rate, uint64_t keys,
+                                   uint32_t version = kFormatVersion) {
     Parameters p;
     if (size_filter(capacity, error_rate, &p) != Status::ok) std::abort();
+    p.version = version;
     std::vector<uint8_t> bytes(p.encoded_bytes());
     write_empty(p, bytes.data());
     FilterRef ref = FilterRef::of(bytes.data(), p);
     for (uint64_t i = 0; i < keys; i++) {
         std::string key = "user" + std::to_string(i) + "@mail.com";
-        ref.add(hash_bytes(key.data(), key.size()));
+        ref.add(ref.hash(key.data(), key.size()));
     }
     write_inserted(bytes.data(), keys);
     Header header;
@@ -60,6 +62,7 @@ int main(int argc, char **argv) {
     emit("valid_1x4096_k33", filter(10, 1e-10, 10));
     emit("valid_1x8192_k8", filter(600, 0.003, 600));
     emit("valid_3x4096_seed", filter(1000, 0.01, 1000));
+    emit("valid_3x4096_seed_version1", filter(1000, 0.01, 1000, kFormatVersion1));
     emit("valid_5x4096_k4", filter(3000, 0.05, 3000));
     std::vector<uint8_t> saturated = filter(1000, 0.01, 1000);
     write_inserted(saturated.data(), ~uint64_t(0));
@@ -74,7 +77,7 @@ int main(int argc, char **argv) {
     b = good, b.pop_back(), emit("broken_one_short", b);
     b = good, b.push_back(0), emit("broken_one_long", b);
     b = good, b[kOffsetMagic] = 'b', emit("broken_magic", b);
-    b = good, b[kOffsetVersion] = 2, emit("broken_version", b);
+    b = good, b[kOffsetVersion] = 3, emit("broken_version", b);
     b = good, b[kOffsetBlockLog2] = 11, emit("broken_block_log2", b);
     b = good, store_u16(b.data() + kOffsetHashes, 8), emit("broken_hashes", b);
     b = good, store_u32(b.data() + kOffsetBlocks, 2), emit("broken_blocks", b);

@@ -24,9 +24,10 @@ struct Filter {
     Parameters parameters;
     std::vector<uint8_t> bytes;
 
-    Filter(uint64_t capacity, double error_rate) {
+    Filter(uint64_t capacity, double error_rate, uint32_t version = kFormatVersion) {
         Status status = size_filter(capacity, error_rate, &parameters);
         EXPECT_EQ(status, Status::ok) << status_message(status);
+        parameters.version = version;
         // Garbage first, so the test sees write_empty() clear every byte.
         bytes.assign(parameters.encoded_bytes(), 0xa5);
         write_empty(parameters, bytes.data());
@@ -38,9 +39,9 @@ struct Filter {
         EXPECT_EQ(status, Status::ok) << status_message(status);
         return header;
     }
-    void add(const std::string &key) { ref().add(hash_bytes(key.data(), key.size())); }
+    void add(const std::string &key) { ref().add(ref().hash(key.data(), key.size())); }
     bool contains(const std::string &key) {
-        return ref().contains(hash_bytes(key.data(), key.size()));
+        return ref().contains(ref().hash(key.data(), key.size()));
     }
     size_t bit_bytes() const { return bytes.size() - kHeaderBytes; }
 };
@@ -49,10 +50,10 @@ struct Filter {
 struct SeedKey {
     char text[48];
     size_t length = 0;
-    Hash128 hash(uint64_t i) {
+    KeyHash hash(uint64_t i, uint32_t version = kFormatVersion) {
         length =
             size_t(std::snprintf(text, sizeof text, "user%llu@mail.com", (unsigned long long)i));
-        return hash_bytes(text, length);
+        return hash_bytes(version, text, length);
     }
 };
 
@@ -67,7 +68,7 @@ uint64_t popcount_bytes(const uint8_t *data, size_t length) {
 std::vector<uint8_t> header_by_hand(const Parameters &p, uint64_t inserted) {
     std::vector<uint8_t> h(kHeaderBytes, 0);
     std::memcpy(h.data() + kOffsetMagic, "BLOM", 4);
-    h[kOffsetVersion] = 1;
+    h[kOffsetVersion] = uint8_t(p.version);
     h[kOffsetBlockLog2] = uint8_t(p.block_log2);
     auto put = [&](size_t offset, uint64_t value, int bytes) {
         for (int i = 0; i < bytes; i++) h[offset + i] = uint8_t(value >> (8 * i));
@@ -274,28 +275,47 @@ TEST(Sizing, OneGigabyteBoundary) {
 // Hashing and the bit layout
 
 TEST(Hashing, Xxh3KnownAnswer) {
-    // XXH3-128 of the empty input, as published by xxHash.
-    Hash128 h = hash_bytes("", 0);
+    // XXH3-128 (version 1) and XXH3-64 (version 2) of the empty input, as published by xxHash.
+    KeyHash h = hash_bytes(kFormatVersion1, "", 0);
     EXPECT_EQ(h.high, 0x99aa06d3014798d8ull);
     EXPECT_EQ(h.low, 0x6001c324468d497full);
-    Hash128 a = hash_bytes("user7@mail.com", 14), b = hash_bytes("user7@mail.com", 14);
-    EXPECT_EQ(a.high, b.high);
-    EXPECT_EQ(a.low, b.low);
-    Hash128 c = hash_bytes("user7@mail.co", 13);
-    EXPECT_FALSE(a.high == c.high && a.low == c.low);
+    h = hash_bytes(kFormatVersion2, "", 0);
+    EXPECT_EQ(h.low, 0x2d06800538d394c2ull);
+    EXPECT_EQ(h.high, 0u);
+    for (uint32_t version : {kFormatVersion1, kFormatVersion2}) {
+        KeyHash a = hash_bytes(version, "user7@mail.com", 14),
+                b = hash_bytes(version, "user7@mail.com", 14);
+        EXPECT_EQ(a.high, b.high);
+        EXPECT_EQ(a.low, b.low);
+        KeyHash c = hash_bytes(version, "user7@mail.co", 13);
+        EXPECT_FALSE(a.high == c.high && a.low == c.low);
+    }
+}
+
+// The version 2 multipliers: the table holds the formula's first values, all odd and distinct.
+TEST(Hashing, PositionMultipliers) {
+    std::set<uint64_t> seen;
+    for (uint32_t i = 0; i < 1000; i++) {
+        uint64_t m = position_multiplier(i);
+        EXPECT_EQ(m, position_multiplier_formula(i)) << i;
+        EXPECT_EQ(m & 1, 1u) << i;
+        EXPECT_TRUE(seen.insert(m).second) << i;
+    }
+    EXPECT_EQ(position_multiplier(0), finalize64(0x9e3779b97f4a7c15ull) | 1);
 }
 
 TEST(Layout, OneKeyTouchesOneBlock) {
-    Filter f(100000, 0.01);
+  for (uint32_t version : {kFormatVersion1, kFormatVersion2}) {
+    Filter f(100000, 0.01, version);
     ASSERT_GT(f.parameters.blocks, 100u);
     SeedKey key;
     for (uint64_t i = 0; i < 200; i++) {
         std::fill(f.bytes.begin() + kHeaderBytes, f.bytes.end(), 0);
-        Hash128 h = key.hash(i);
+        KeyHash h = key.hash(i, version);
         EXPECT_FALSE(f.ref().contains(h));
         f.ref().add(h);
         EXPECT_TRUE(f.ref().contains(h));
-        const uint32_t block = block_index(h, f.parameters.blocks);
+        const uint32_t block = block_index(block_hash(h, version), f.parameters.blocks);
         ASSERT_LT(block, f.parameters.blocks);
         const uint8_t *start = f.bytes.data() + block_offset(block, f.parameters.block_log2);
         const uint64_t in_block = popcount_bytes(start, f.parameters.block_bytes());
@@ -306,14 +326,19 @@ TEST(Layout, OneKeyTouchesOneBlock) {
         EXPECT_EQ(std::vector<uint8_t>(f.bytes.begin(), f.bytes.begin() + kHeaderBytes),
                   header_by_hand(f.parameters, 0));
     }
+  }
 }
 
-// Pins the bit layout (block choice, positions, byte order of the bits): stored filters stay
-// readable only while this holds.
+// Pins the bit layout of each version (block choice, positions, byte order of the bits): stored
+// filters stay readable only while this holds. The version 1 value was written by bloomfilter
+// 1.0 and 1.1, before version 2 existed.
 TEST(Layout, GoldenEncoding) {
-    Filter f(1000, 0.01);
-    for (int i = 0; i < 1000; i++) f.add("user" + std::to_string(i) + "@mail.com");
-    EXPECT_EQ(XXH3_64bits(f.bytes.data(), f.bytes.size()), 0xfc590aa52a485b34ull);
+    Filter v1(1000, 0.01, kFormatVersion1);
+    for (int i = 0; i < 1000; i++) v1.add("user" + std::to_string(i) + "@mail.com");
+    EXPECT_EQ(XXH3_64bits(v1.bytes.data(), v1.bytes.size()), 0xfc590aa52a485b34ull);
+    Filter v2(1000, 0.01, kFormatVersion2);
+    for (int i = 0; i < 1000; i++) v2.add("user" + std::to_string(i) + "@mail.com");
+    EXPECT_EQ(XXH3_64bits(v2.bytes.data(), v2.bytes.size()), 0x09f608e9a9d4fde5ull);
 }
 
 TEST(Layout, EmptyFilterContainsNothing) {
@@ -345,16 +370,17 @@ struct SeedCase {
     uint64_t capacity;
     double error_rate;
     uint64_t probes;
+    uint32_t version;
 };
 
 class SeedScenario : public ::testing::TestWithParam<SeedCase> {};
 
 TEST_P(SeedScenario, NoFalseNegativesAndRateWithinBound) {
     const SeedCase c = GetParam();
-    Filter f(c.capacity, c.error_rate);
+    Filter f(c.capacity, c.error_rate, c.version);
     FilterRef ref = f.ref();
     SeedKey key;
-    for (uint64_t i = 0; i < c.capacity; i++) ref.add(key.hash(i));
+    for (uint64_t i = 0; i < c.capacity; i++) ref.add(key.hash(i, c.version));
     add_inserted(f.bytes.data(), c.capacity);
 
     EXPECT_TRUE(f.contains("user7@mail.com"));
@@ -363,13 +389,13 @@ TEST_P(SeedScenario, NoFalseNegativesAndRateWithinBound) {
     }
 
     uint64_t false_negatives = 0;
-    for (uint64_t i = 0; i < c.capacity; i++) false_negatives += !ref.contains(key.hash(i));
+    for (uint64_t i = 0; i < c.capacity; i++) false_negatives += !ref.contains(key.hash(i, c.version));
     EXPECT_EQ(false_negatives, 0u);
 
     // Keys of the same shape that were never added.
     uint64_t false_positives = 0;
     for (uint64_t i = c.capacity; i < c.capacity + c.probes; i++)
-        false_positives += ref.contains(key.hash(i));
+        false_positives += ref.contains(key.hash(i, c.version));
     const double measured = double(false_positives) / double(c.probes);
     EXPECT_LE(measured, 1.05 * c.error_rate);
 
@@ -384,17 +410,19 @@ TEST_P(SeedScenario, NoFalseNegativesAndRateWithinBound) {
     EXPECT_GT(stats.fill, 0.4);
     EXPECT_LT(stats.fill, 0.6);
     std::printf(
-        "n=%llu p=%g k=%u blocks=%u x %u bits: measured %.6f (%.4f x p) over %llu probes, "
+        "v%u n=%llu p=%g k=%u blocks=%u x %u bits: measured %.6f (%.4f x p) over %llu probes, "
         "estimated %.6f, estimated count %.0f\n",
-        (unsigned long long)c.capacity, c.error_rate, f.parameters.hashes, f.parameters.blocks,
+        c.version, (unsigned long long)c.capacity, c.error_rate, f.parameters.hashes, f.parameters.blocks,
         1u << f.parameters.block_log2, measured, measured / c.error_rate,
         (unsigned long long)c.probes, stats.estimated_error_rate, stats.estimated_count);
 }
 
 INSTANTIATE_TEST_SUITE_P(Rates, SeedScenario,
-                         ::testing::Values(SeedCase{1000000, 0.01, 1000000},
-                                           SeedCase{200000, 0.001, 1000000},
-                                           SeedCase{200000, 0.05, 1000000}),
+                         ::testing::Values(SeedCase{1000000, 0.01, 1000000, kFormatVersion2},
+                                           SeedCase{200000, 0.001, 1000000, kFormatVersion2},
+                                           SeedCase{200000, 0.05, 1000000, kFormatVersion2},
+                                           SeedCase{1000000, 0.01, 1000000, kFormatVersion1},
+                                           SeedCase{200000, 0.001, 1000000, kFormatVersion1}),
                          [](const ::testing::TestParamInfo<SeedCase> &info) {
                              return "p" + std::to_string(info.index);
                          });
@@ -405,39 +433,41 @@ INSTANTIATE_TEST_SUITE_P(Rates, SeedScenario,
 // used instead gets the bits it needs, see size_filter.)
 TEST(Membership, ErrorRateSweep) {
     const uint64_t n = 200000, probes = 400000;
+    for (uint32_t version : {kFormatVersion1, kFormatVersion2})
     for (double p : {0.9, 0.7, 0.65, 0.5, 0.3, 0.2, 0.1, 0.07, 0.03, 0.02, 0.015, 0.008, 0.005, 0.003, 0.002,
                      0.0007, 0.0002}) {
-        Filter f(n, p);
+        Filter f(n, p, version);
         FilterRef ref = f.ref();
         SeedKey key;
-        for (uint64_t i = 0; i < n; i++) ref.add(key.hash(i));
+        for (uint64_t i = 0; i < n; i++) ref.add(key.hash(i, version));
         Statistics s = statistics(f.bytes.data(), f.header());
         EXPECT_LE(s.estimated_error_rate, 1.05 * p) << p;
         uint64_t false_positives = 0;
-        for (uint64_t i = n; i < n + probes; i++) false_positives += ref.contains(key.hash(i));
+        for (uint64_t i = n; i < n + probes; i++) false_positives += ref.contains(key.hash(i, version));
         const double measured = double(false_positives) / double(probes);
         EXPECT_NEAR(measured, s.estimated_error_rate,
                     4 * std::sqrt(s.estimated_error_rate / double(probes)) + 2.0 / double(probes))
-            << p;
-        EXPECT_NEAR(s.estimated_count, double(n), 0.01 * double(n)) << p;
+            << p << " v" << version;
+        EXPECT_NEAR(s.estimated_count, double(n), 0.01 * double(n)) << p << " v" << version;
     }
 }
 
 // Keys of other lengths go through other XXH3 code paths: 8-byte integers and 300-byte strings.
 TEST(Membership, OtherKeyShapes) {
     const uint64_t n = 100000, probes = 1000000;
+    for (uint32_t version : {kFormatVersion1, kFormatVersion2})
     for (int shape = 0; shape < 2; shape++) {
-        Filter f(n, 0.01);
+        Filter f(n, 0.01, version);
         FilterRef ref = f.ref();
         std::string long_key(300, 'k');
         auto hash = [&](uint64_t i) {
             if (shape == 0) {
                 uint8_t bytes[8];
                 put_u64(bytes, i * 0x9e3779b97f4a7c15ull);
-                return hash_bytes(bytes, 8);
+                return ref.hash(bytes, 8);
             }
             std::memcpy(&long_key[150], &i, 8);
-            return hash_bytes(long_key.data(), long_key.size());
+            return ref.hash(long_key.data(), long_key.size());
         };
         for (uint64_t i = 0; i < n; i++) ref.add(hash(i));
         uint64_t false_negatives = 0, false_positives = 0;
@@ -446,7 +476,8 @@ TEST(Membership, OtherKeyShapes) {
         EXPECT_EQ(false_negatives, 0u) << shape;
         const double measured = double(false_positives) / double(probes);
         EXPECT_LE(measured, 1.05 * 0.01) << shape;
-        std::printf("key shape %s: measured %.6f\n", shape == 0 ? "8-byte" : "300-byte", measured);
+        std::printf("v%u key shape %s: measured %.6f\n", version, shape == 0 ? "8-byte" : "300-byte",
+                    measured);
     }
 }
 
@@ -461,7 +492,7 @@ TEST(Format, ExactHeaderBytes) {
     ASSERT_EQ(f.bytes.size(), 36u + 3 * 512);
     const uint8_t want[36] = {
         'B',  'L',  'O',  'M',                           // magic
-        0x01,                                            // version
+        0x02,                                            // version 2
         0x0c,                                            // block_log2 = 12
         0x07, 0x00,                                      // hashes = 7
         0x03, 0x00, 0x00, 0x00,                          // blocks = 3
@@ -545,9 +576,18 @@ TEST_F(Validation, BadMagic) {
 }
 
 TEST_F(Validation, UnsupportedVersion) {
-    for (int version : {0, 2, 0x81, 255}) {
+    for (int version : {0, 3, 0x81, 255}) {
         f.bytes[kOffsetVersion] = uint8_t(version);
         EXPECT_EQ(check(), Status::unsupported_version) << version;
+    }
+}
+
+TEST_F(Validation, BothVersionsAreValid) {
+    for (uint32_t version : {kFormatVersion1, kFormatVersion2}) {
+        f.bytes[kOffsetVersion] = uint8_t(version);
+        Header header;
+        ASSERT_EQ(validate(f.bytes.data(), f.bytes.size(), &header), Status::ok) << version;
+        EXPECT_EQ(header.parameters.version, version);
     }
 }
 
@@ -752,6 +792,10 @@ TEST(Union, CheckCompatible) {
     ASSERT_EQ(x.parameters.blocks, y.parameters.blocks);
     ASSERT_EQ(x.parameters.hashes, y.parameters.hashes);
     EXPECT_EQ(check_compatible(x, y), Status::error_rate_mismatch);
+    // Filters of the two versions place a key's bits differently.
+    Header v1 = Filter(1000, 0.01, kFormatVersion1).header();
+    EXPECT_EQ(check_compatible(a, v1), Status::version_mismatch);
+    EXPECT_EQ(check_compatible(v1, v1), Status::ok);
     // The inserted counter does not matter.
     Header z = a;
     z.inserted = 12345;
@@ -828,7 +872,7 @@ TEST(Hex, RoundTripOfAFilter) {
     for (int i = 0; i < 1000; i++) f.add("user" + std::to_string(i) + "@mail.com");
     std::string text(text_length(f.bytes.size()), '\0');
     encode_hex(f.bytes.data(), f.bytes.size(), &text[0]);
-    EXPECT_EQ(text.substr(0, 12), "\\x424c4f4d01");
+    EXPECT_EQ(text.substr(0, 12), "\\x424c4f4d02");
     std::vector<uint8_t> decoded((text.size() - 2) / 2 + 1, 0xee);
     ASSERT_TRUE(decode_hex(text.data(), text.size(), decoded.data()));
     EXPECT_EQ(decoded.back(), 0xee);  // nothing written past (length - 2) / 2 bytes
@@ -887,38 +931,34 @@ TEST(Hex, BadInputs) {
 
 namespace {
 
-bool hash_order(const Hash128 &a, const Hash128 &b) {
-    return a.high != b.high ? a.high < b.high : a.low < b.low;
-}
-bool hash_same(const Hash128 &a, const Hash128 &b) { return a.high == b.high && a.low == b.low; }
 
 // Deduplicates as the aggregate does, keeping first occurrences, and compares with sort + unique.
-void expect_deduplication_matches(const std::vector<Hash128> &input, const char *what) {
-    std::vector<Hash128> slots(HashSet::slots_for(input.size()));
+void expect_deduplication_matches(const std::vector<uint64_t> &input, const char *what) {
+    std::vector<uint64_t> slots(HashSet::slots_for(input.size()));
     ASSERT_GE(2 * slots.size(), 3 * input.size());
     ASSERT_EQ(slots.size() & (slots.size() - 1), 0u) << "a power of two";
     HashSet set(slots.data(), slots.size());
-    std::vector<Hash128> kept;
-    for (const Hash128 &h : input)
+    std::vector<uint64_t> kept;
+    for (uint64_t h : input)
         if (set.insert(h)) kept.push_back(h);
     if (input.size() <= 5000) {  // first occurrences in input order (quadratic: small inputs)
-        std::vector<Hash128> first;
-        for (const Hash128 &h : input)
+        std::vector<uint64_t> first;
+        for (uint64_t h : input)
             if (std::none_of(first.begin(), first.end(),
-                             [&h](const Hash128 &f) { return hash_same(f, h); }))
+                             [h](uint64_t f) { return f == h; }))
                 first.push_back(h);
         ASSERT_EQ(kept.size(), first.size()) << what;
         for (size_t i = 0; i < kept.size(); i++)
-            ASSERT_TRUE(hash_same(kept[i], first[i])) << what << " at " << i;
+            ASSERT_EQ(kept[i], first[i]) << what << " at " << i;
     }
-    std::vector<Hash128> want = input;
-    std::sort(want.begin(), want.end(), hash_order);
-    want.erase(std::unique(want.begin(), want.end(), hash_same), want.end());
-    std::sort(kept.begin(), kept.end(), hash_order);
+    std::vector<uint64_t> want = input;
+    std::sort(want.begin(), want.end());
+    want.erase(std::unique(want.begin(), want.end()), want.end());
+    std::sort(kept.begin(), kept.end());
     ASSERT_EQ(kept.size(), want.size()) << what << " size " << input.size();
-    for (size_t i = 0; i < kept.size(); i++) ASSERT_TRUE(hash_same(kept[i], want[i])) << what << " at " << i;
+    for (size_t i = 0; i < kept.size(); i++) ASSERT_EQ(kept[i], want[i]) << what << " at " << i;
     // Everything is in the set now.
-    for (const Hash128 &h : input) ASSERT_FALSE(set.insert(h)) << what;
+    for (uint64_t h : input) ASSERT_FALSE(set.insert(h)) << what;
 }
 
 }  // namespace
@@ -926,20 +966,20 @@ void expect_deduplication_matches(const std::vector<Hash128> &input, const char 
 TEST(HashSet, RandomWithDuplicates) {
     std::mt19937_64 random(2024);
     for (size_t size : {0u, 1u, 2u, 1023u, 1024u, 1025u, 4096u, 100000u, 300000u}) {
-        // A pool of half as many distinct hashes, some sharing a half; draw with replacement.
-        std::vector<Hash128> pool(std::max<size_t>(1, size / 2));
+        // A pool of half as many distinct hashes, some sharing their low bits (their first slot);
+        // draw with replacement.
+        std::vector<uint64_t> pool(std::max<size_t>(1, size / 2));
         for (size_t i = 0; i < pool.size(); i++) {
-            pool[i] = Hash128{random(), random()};
-            if (i > 0 && random() % 4 == 0) pool[i].high = pool[i - 1].high;
-            if (i > 0 && random() % 4 == 0) pool[i].low = pool[i - 1].low;
+            pool[i] = random();
+            if (i > 0 && random() % 4 == 0) pool[i] = (pool[i] & ~0xffffull) | (pool[i - 1] & 0xffff);
         }
-        std::vector<Hash128> input(size);
+        std::vector<uint64_t> input(size);
         for (auto &h : input) h = pool[random() % pool.size()];
         expect_deduplication_matches(input, "random");
-        std::vector<Hash128> distinct(size);
-        for (auto &h : distinct) h = Hash128{random(), random()};
+        std::vector<uint64_t> distinct(size);
+        for (auto &h : distinct) h = random();
         expect_deduplication_matches(distinct, "distinct");
-        std::vector<Hash128> doubled = distinct;
+        std::vector<uint64_t> doubled = distinct;
         doubled.insert(doubled.end(), distinct.begin(), distinct.end());
         std::shuffle(doubled.begin(), doubled.end(), random);
         expect_deduplication_matches(doubled, "doubled");
@@ -948,17 +988,17 @@ TEST(HashSet, RandomWithDuplicates) {
 
 TEST(HashSet, CollidingSlotsAndZero) {
     std::mt19937_64 random(5);
-    // Every hash probes from the same slot (equal low halves): linear probing must still work.
-    std::vector<Hash128> input(3000);
-    for (auto &h : input) h = Hash128{42, random() % 1000};
+    // Every hash probes from the same slot (equal low bits): linear probing must still work.
+    std::vector<uint64_t> input(3000);
+    for (auto &h : input) h = ((random() % 1000) << 32) | 42;
     expect_deduplication_matches(input, "same slot");
-    // The all-zero hash, which marks empty slots, is a member like any other.
-    input.assign({Hash128{0, 0}, Hash128{0, 1}, Hash128{0, 0}, Hash128{1, 0}, Hash128{0, 0}});
+    // The zero hash, which marks empty slots, is a member like any other.
+    input.assign({0, 1ull << 40, 0, 1, 0});
     expect_deduplication_matches(input, "zero");
     // Real key hashes, as the auto-sized aggregate sees them.
     SeedKey key;
-    std::vector<Hash128> hashes;
-    for (uint64_t i = 0; i < 200000; i++) hashes.push_back(key.hash(i % 150000));
+    std::vector<uint64_t> hashes;
+    for (uint64_t i = 0; i < 200000; i++) hashes.push_back(key.hash(i % 150000, kFormatVersion2).low);
     expect_deduplication_matches(hashes, "seed keys");
 }
 
@@ -966,12 +1006,12 @@ TEST(DistinctSketch, EstimatesWithinAFewPercent) {
     SeedKey key;
     for (uint64_t n : {10ull, 1000ull, 100000ull, 1000000ull}) {
         DistinctSketch sketch{};
-        for (uint64_t i = 0; i < n; i++) sketch.add(key.hash(i));
+        for (uint64_t i = 0; i < n; i++) sketch.add(key.hash(i).low);
         // Repeats do not change it.
-        for (uint64_t i = 0; i < n; i++) sketch.add(key.hash(i));
+        for (uint64_t i = 0; i < n; i++) sketch.add(key.hash(i).low);
         EXPECT_NEAR(sketch.estimate(), double(n), 0.1 * double(n) + 1) << n;
         DistinctSketch half{}, other{};
-        for (uint64_t i = 0; i < n; i++) (i % 2 ? half : other).add(key.hash(i));
+        for (uint64_t i = 0; i < n; i++) (i % 2 ? half : other).add(key.hash(i).low);
         half.merge(other);
         EXPECT_NEAR(half.estimate(), sketch.estimate(), 1e-9 * double(n)) << n;
     }
@@ -1038,7 +1078,7 @@ TEST(Shards, IndependentOfBlocks) {
     ASSERT_EQ(spread.parameters.blocks, 64u);
     std::vector<uint64_t> per_block(spread.parameters.blocks, 0);
     const uint64_t sample = 64000;
-    for (uint64_t j = 0; j < sample; j++) per_block[block_index(key.hash(shard_zero[j]), 64)]++;
+    for (uint64_t j = 0; j < sample; j++) per_block[block_index(block_hash(key.hash(shard_zero[j]), kFormatVersion), 64)]++;
     double chi2 = 0;
     for (uint64_t c : per_block) {
         EXPECT_GT(c, 0u);
