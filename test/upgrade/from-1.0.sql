@@ -29,6 +29,7 @@ END $$;
 
 -- Step by step to the default version.
 ALTER EXTENSION bloomfilter UPDATE TO '1.1';
+ALTER EXTENSION bloomfilter UPDATE;
 DO $$
 DECLARE
   default_version text := (SELECT default_version FROM pg_available_extensions WHERE name = 'bloomfilter');
