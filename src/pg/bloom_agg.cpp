@@ -14,6 +14,11 @@
 //   of distinct keys without deduplicating a mostly distinct input more than once.
 #include "glue.hpp"
 
+extern "C" {
+#include "access/parallel.h"
+#include "nodes/execnodes.h"
+}
+
 using namespace bloomfilter;
 
 extern "C" {
@@ -116,6 +121,8 @@ struct AggregateState {
     // Made by the deserialize function for one combine call, in the aggregate context: the
     // combine function may take its chunks instead of copying them.
     bool consumable;
+    // Given to this process's own final aggregate by reference (see hand_over()).
+    bool handed_over;
 };
 
 MemoryContext aggregate_context(FunctionCallInfo fcinfo, const char *name) {
@@ -295,6 +302,8 @@ void for_each_hash(const AggregateState *state, Use &&use) {
     }
 }
 
+void check_not_handed_over(const AggregateState *state);
+
 AggregateState *auto_transition(FunctionCallInfo fcinfo, double error_rate) {
     MemoryContext context = aggregate_context(fcinfo, "bloom_agg_transfn");
     AggregateState *state =
@@ -302,6 +311,7 @@ AggregateState *auto_transition(FunctionCallInfo fcinfo, double error_rate) {
     if (state == nullptr)
         state = new_auto_state(context, key_kind_of(get_fn_expr_argtype(fcinfo->flinfo, 1)),
                                error_rate);
+    check_not_handed_over(state);
     if (!PG_ARGISNULL(1)) collect(state, hash_key(PG_GETARG_DATUM(1), state->kind, kAutoVersion).low);
     return state;
 }
@@ -383,6 +393,7 @@ extern "C" Datum bloom_agg_finalfn(PG_FUNCTION_ARGS) {
     // The state's filter itself, not a copy (which would double the memory): it lives until the
     // aggregate's result has been used, and window aggregates copy results before going on.
     if (!state->auto_sized) PG_RETURN_POINTER(state->filter);
+    check_not_handed_over(state);
     uint64_t distinct = deduplicate_all(state, true);
     if (distinct == 0) PG_RETURN_NULL();
     Parameters parameters;
@@ -404,6 +415,7 @@ extern "C" Datum bloom_agg_combinefn(PG_FUNCTION_ARGS) {
     AggregateState *source =
         PG_ARGISNULL(1) ? nullptr : reinterpret_cast<AggregateState *>(PG_GETARG_POINTER(1));
     if (source == nullptr) PG_RETURN_POINTER(target);
+    check_not_handed_over(target);
     if (target == nullptr) {
         if (source->auto_sized) {
             target = new_auto_state(context, source->kind, source->error_rate);
@@ -451,7 +463,7 @@ extern "C" Datum bloom_agg_combinefn(PG_FUNCTION_ARGS) {
 //     bucket, as chunks hold them (the bucket's number is each hash's missing top byte);
 //   sized: the filter's encoding.
 // A state goes from a worker to the leader of the same server, but the layout is fixed anyway.
-constexpr uint8_t kSerialAuto = 1, kSerialSized = 2;
+constexpr uint8_t kSerialAuto = 1, kSerialSized = 2, kSerialHandOver = 3;
 constexpr size_t kSerialAutoHeader = 2 + 8 + 8 + 8;
 constexpr size_t kSerialSketchBytes = sizeof(DistinctSketch::registers);
 constexpr size_t kSerialAutoFixed = kSerialAutoHeader + kSerialSketchBytes + 4 * kBuckets;
@@ -474,10 +486,93 @@ void check_serialized_size(Size size) {
                          "= 0.")));
 }
 
+// The leader of a parallel plan runs a share of the Partial Aggregate itself, and its own
+// partial state goes to its own Finalize Aggregate. Serialized, it would be held three times at
+// once (the state, the bytes, the copy the deserialize function makes): three times its share of
+// the hashes. Instead the serialize function hands it over by reference: the bytes carry a
+// token, and the deserialize function of the same process trades the token for the state, whose
+// chunks the combine function then takes. Only a plain (ungrouped) Partial Aggregate outside a
+// parallel worker does this: its state stays put until the plan ends or is rescanned from the
+// top (a grouped one resets or re-emits its states as it goes), and its output never leaves the
+// process. A token is good once, in the process that made it; any other is refused.
+//
+// u8 kind 3, u8 key kind, u32 the process id, u64 the token.
+namespace {
+
+constexpr size_t kSerialHandOverBytes = 2 + 4 + 8;
+constexpr int kMaxHandedOver = 32;
+struct HandedOver {
+    uint64_t token;
+    AggregateState *state;
+};
+HandedOver handed_over_states[kMaxHandedOver];
+uint64_t last_token;
+
+// The state's memory going away (an error, a rescan) withdraws its token.
+void forget_handed_over(void *arg) {
+    for (HandedOver &entry : handed_over_states)
+        if (entry.state == arg) entry = HandedOver{0, nullptr};
+}
+
+bool may_hand_over(FunctionCallInfo fcinfo) {
+    return !IsParallelWorker() && fcinfo->context != nullptr && IsA(fcinfo->context, AggState) &&
+           reinterpret_cast<AggState *>(fcinfo->context)->aggstrategy == AGG_PLAIN;
+}
+
+// The token's bytes, or nullptr when every place for a token is taken (the state is then
+// serialized in full).
+bytea *hand_over(AggregateState *state) {
+    for (HandedOver &entry : handed_over_states) {
+        if (entry.state != nullptr) continue;
+        MemoryContextCallback *callback = static_cast<MemoryContextCallback *>(
+            MemoryContextAllocZero(state->context, sizeof(MemoryContextCallback)));
+        callback->func = forget_handed_over;
+        callback->arg = state;
+        MemoryContextRegisterResetCallback(state->context, callback);
+        entry = HandedOver{++last_token, state};
+        state->handed_over = true;
+        bytea *result = static_cast<bytea *>(palloc(VARHDRSZ + kSerialHandOverBytes));
+        SET_VARSIZE(result, VARHDRSZ + kSerialHandOverBytes);
+        uint8_t *out = reinterpret_cast<uint8_t *>(VARDATA(result));
+        out[0] = kSerialHandOver;
+        out[1] = uint8_t(state->kind);
+        store_u32(out + 2, uint32_t(MyProcPid));
+        store_u64(out + 6, entry.token);
+        return result;
+    }
+    return nullptr;
+}
+
+// The state a token stands for, once; nullptr for a token not (or no longer) handed out here.
+AggregateState *take_handed_over(const uint8_t *in, size_t length) {
+    if (length != kSerialHandOverBytes || load_u32(in + 2) != uint32_t(MyProcPid)) return nullptr;
+    const uint64_t token = load_u64(in + 6);
+    for (HandedOver &entry : handed_over_states) {
+        if (entry.state == nullptr || entry.token != token) continue;
+        AggregateState *state = entry.state;
+        entry = HandedOver{0, nullptr};
+        return state;
+    }
+    return nullptr;
+}
+
+void check_not_handed_over(const AggregateState *state) {
+    if (state != nullptr && state->handed_over)
+        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
+                        errmsg("bloom_agg state used after it was handed to the final aggregate")));
+}
+
+}  // namespace
+
 extern "C" Datum bloom_agg_serialfn(PG_FUNCTION_ARGS) {
     AggregateState *state = reinterpret_cast<AggregateState *>(PG_GETARG_POINTER(0));
     Size size;
     bytea *result;
+    check_not_handed_over(state);
+    if (state->auto_sized && may_hand_over(fcinfo)) {
+        bytea *token = hand_over(state);
+        if (token != nullptr) PG_RETURN_BYTEA_P(token);
+    }
     if (state->auto_sized) {
         // Drop repeats first only when the sketch says there are enough of them to matter: a
         // mostly distinct input is sent as it is, and the leader counts distinct hashes anyway.
@@ -523,6 +618,7 @@ extern "C" Datum bloom_agg_serialfn(PG_FUNCTION_ARGS) {
     PG_RETURN_BYTEA_P(result);
 }
 
+
 static void report_bad_state(const char *why) {
     ereport(ERROR, (errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
                     errmsg("invalid serialized bloom aggregate state: %s", why)));
@@ -538,6 +634,12 @@ extern "C" Datum bloom_agg_deserialfn(PG_FUNCTION_ARGS) {
     if (kind != uint8_t(KeyKind::bytes) && kind != uint8_t(KeyKind::int8) &&
         kind != uint8_t(KeyKind::uuid))
         report_bad_state("unknown key kind");
+    if (in[0] == kSerialHandOver) {
+        AggregateState *state = take_handed_over(in, length);
+        if (state == nullptr) report_bad_state("a state handed over by another process or query");
+        state->consumable = true;
+        PG_RETURN_POINTER(state);
+    }
     if (in[0] == kSerialSized) {
         Header header;
         validate_or_report(in + 2, length - 2, Origin::binary_input, &header);
