@@ -94,6 +94,19 @@ SELECT bloom_agg(email) = (SELECT a FROM serial_result) AS workers_only_equals_s
 RESET parallel_leader_participation;
 SET max_parallel_workers_per_gather = 1;
 SELECT bloom_agg(email) = (SELECT a FROM serial_result) AS one_worker_equals_serial FROM big_input;
+-- Two aggregates of the same functions share one transition state, which the leader serializes
+-- once for each of them: a token the first time, the bytes the second (it used to fail).
+CREATE AGGREGATE same_as_bloom_agg(text) (
+    SFUNC = bloom_agg_transfn, STYPE = internal,
+    FINALFUNC = bloom_agg_finalfn, FINALFUNC_MODIFY = READ_ONLY,
+    COMBINEFUNC = bloom_agg_combinefn, SERIALFUNC = bloom_agg_serialfn,
+    DESERIALFUNC = bloom_agg_deserialfn, PARALLEL = SAFE
+);
+SET max_parallel_workers_per_gather = 2;
+SELECT bloom_agg(email) = (SELECT a FROM serial_result) AS first_equals_serial,
+       same_as_bloom_agg(email) = (SELECT a FROM serial_result) AS second_equals_serial
+FROM big_input;
+DROP AGGREGATE same_as_bloom_agg(text);
 RESET ALL;
 
 -- As window aggregates: each row's running filter holds that row's email and those before it

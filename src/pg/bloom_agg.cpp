@@ -16,6 +16,7 @@
 
 extern "C" {
 #include "access/parallel.h"
+#include "access/xact.h"
 #include "nodes/execnodes.h"
 }
 
@@ -121,8 +122,10 @@ struct AggregateState {
     // Made by the deserialize function for one combine call, in the aggregate context: the
     // combine function may take its chunks instead of copying them.
     bool consumable;
-    // Given to this process's own final aggregate by reference (see hand_over()).
+    // Given to this process's own final aggregate by reference (see hand_over()), and taken by
+    // a combine function (its chunks moved to another state, this one left empty).
     bool handed_over;
+    bool taken;
 };
 
 MemoryContext aggregate_context(FunctionCallInfo fcinfo, const char *name) {
@@ -302,7 +305,7 @@ void for_each_hash(const AggregateState *state, Use &&use) {
     }
 }
 
-void check_not_handed_over(const AggregateState *state);
+void check_not_taken(const AggregateState *state);
 
 AggregateState *auto_transition(FunctionCallInfo fcinfo, double error_rate) {
     MemoryContext context = aggregate_context(fcinfo, "bloom_agg_transfn");
@@ -311,7 +314,7 @@ AggregateState *auto_transition(FunctionCallInfo fcinfo, double error_rate) {
     if (state == nullptr)
         state = new_auto_state(context, key_kind_of(get_fn_expr_argtype(fcinfo->flinfo, 1)),
                                error_rate);
-    check_not_handed_over(state);
+    check_not_taken(state);
     if (!PG_ARGISNULL(1)) collect(state, hash_key(PG_GETARG_DATUM(1), state->kind, kAutoVersion).low);
     return state;
 }
@@ -393,7 +396,7 @@ extern "C" Datum bloom_agg_finalfn(PG_FUNCTION_ARGS) {
     // The state's filter itself, not a copy (which would double the memory): it lives until the
     // aggregate's result has been used, and window aggregates copy results before going on.
     if (!state->auto_sized) PG_RETURN_POINTER(state->filter);
-    check_not_handed_over(state);
+    check_not_taken(state);
     uint64_t distinct = deduplicate_all(state, true);
     if (distinct == 0) PG_RETURN_NULL();
     Parameters parameters;
@@ -415,7 +418,8 @@ extern "C" Datum bloom_agg_combinefn(PG_FUNCTION_ARGS) {
     AggregateState *source =
         PG_ARGISNULL(1) ? nullptr : reinterpret_cast<AggregateState *>(PG_GETARG_POINTER(1));
     if (source == nullptr) PG_RETURN_POINTER(target);
-    check_not_handed_over(target);
+    check_not_taken(target);
+    check_not_taken(source);
     if (target == nullptr) {
         if (source->auto_sized) {
             target = new_auto_state(context, source->kind, source->error_rate);
@@ -445,6 +449,7 @@ extern "C" Datum bloom_agg_combinefn(PG_FUNCTION_ARGS) {
         }
         target->held += source->held;
         source->held = 0;
+        source->taken = true;
         target->sketch->merge(*source->sketch);
         target->inserted += source->inserted;
     } else if (target->auto_sized) {
@@ -457,13 +462,14 @@ extern "C" Datum bloom_agg_combinefn(PG_FUNCTION_ARGS) {
 }
 
 // Serialized state, little-endian:
-//   u8 kind (1 auto-sized, 2 sized), u8 key kind, then
+//   u8 kind (4 auto-sized, 2 sized, 3 handed over; 1 was the auto-sized state of 15-byte hashes
+//   of bloomfilter 1.1 and before), u8 key kind, then
 //   auto-sized: f64 error_rate, u64 inserted, u64 count, the sketch's 1024 registers,
 //     256 x u32 the hashes of each bucket, then count x 7 bytes: the held hashes bucket by
 //     bucket, as chunks hold them (the bucket's number is each hash's missing top byte);
 //   sized: the filter's encoding.
 // A state goes from a worker to the leader of the same server, but the layout is fixed anyway.
-constexpr uint8_t kSerialAuto = 1, kSerialSized = 2, kSerialHandOver = 3;
+constexpr uint8_t kSerialAutoBefore12 = 1, kSerialSized = 2, kSerialHandOver = 3, kSerialAuto = 4;
 constexpr size_t kSerialAutoHeader = 2 + 8 + 8 + 8;
 constexpr size_t kSerialSketchBytes = sizeof(DistinctSketch::registers);
 constexpr size_t kSerialAutoFixed = kSerialAutoHeader + kSerialSketchBytes + 4 * kBuckets;
@@ -491,15 +497,20 @@ void check_serialized_size(Size size) {
 // once (the state, the bytes, the copy the deserialize function makes): three times its share of
 // the hashes. Instead the serialize function hands it over by reference: the bytes carry a
 // token, and the deserialize function of the same process trades the token for the state, whose
-// chunks the combine function then takes. Only a plain (ungrouped) Partial Aggregate outside a
-// parallel worker does this: its state stays put until the plan ends or is rescanned from the
-// top (a grouped one resets or re-emits its states as it goes), and its output never leaves the
-// process. A token is good once, in the process that made it; any other is refused.
+// chunks the combine function then takes. Only a plain (ungrouped) Partial Aggregate of a
+// parallel plan, in the leader, does this: its state stays put until the plan ends or is
+// rescanned from the top (a grouped one resets or re-emits its states as it goes), and its
+// output goes to the plan's Gather. Partial states that other tools ship or store are made
+// outside parallel mode or without the Partial Aggregate's split, and are serialized in full. A
+// token is good once, in the process that made it; any other is refused. A state serialized
+// twice (two aggregates sharing one transition state) gives a token the first time and its
+// bytes the second.
 //
-// u8 kind 3, u8 key kind, u32 the process id, u64 the token.
+// u8 kind 3, u8 key kind, u32 the process id, u64 a random number drawn once per process, u64
+// the token.
 namespace {
 
-constexpr size_t kSerialHandOverBytes = 2 + 4 + 8;
+constexpr size_t kSerialHandOverBytes = 2 + 4 + 8 + 8;
 constexpr int kMaxHandedOver = 32;
 struct HandedOver {
     uint64_t token;
@@ -507,6 +518,8 @@ struct HandedOver {
 };
 HandedOver handed_over_states[kMaxHandedOver];
 uint64_t last_token;
+uint64_t process_nonce;
+bool has_process_nonce;
 
 // The state's memory going away (an error, a rescan) withdraws its token.
 void forget_handed_over(void *arg) {
@@ -514,9 +527,16 @@ void forget_handed_over(void *arg) {
         if (entry.state == arg) entry = HandedOver{0, nullptr};
 }
 
-bool may_hand_over(FunctionCallInfo fcinfo) {
-    return !IsParallelWorker() && fcinfo->context != nullptr && IsA(fcinfo->context, AggState) &&
-           reinterpret_cast<AggState *>(fcinfo->context)->aggstrategy == AGG_PLAIN;
+bool may_hand_over(FunctionCallInfo fcinfo, const AggregateState *state) {
+    if (state->handed_over || IsParallelWorker() || !IsInParallelMode()) return false;
+    if (fcinfo->context == nullptr || !IsA(fcinfo->context, AggState)) return false;
+    const AggState *node = reinterpret_cast<const AggState *>(fcinfo->context);
+    if (node->aggstrategy != AGG_PLAIN || !DO_AGGSPLIT_SERIALIZE(node->aggsplit) ||
+        !DO_AGGSPLIT_SKIPFINAL(node->aggsplit))
+        return false;
+    if (!has_process_nonce)
+        has_process_nonce = pg_strong_random(&process_nonce, sizeof process_nonce);
+    return has_process_nonce;
 }
 
 // The token's bytes, or nullptr when every place for a token is taken (the state is then
@@ -537,7 +557,8 @@ bytea *hand_over(AggregateState *state) {
         out[0] = kSerialHandOver;
         out[1] = uint8_t(state->kind);
         store_u32(out + 2, uint32_t(MyProcPid));
-        store_u64(out + 6, entry.token);
+        store_u64(out + 6, process_nonce);
+        store_u64(out + 14, entry.token);
         return result;
     }
     return nullptr;
@@ -545,8 +566,10 @@ bytea *hand_over(AggregateState *state) {
 
 // The state a token stands for, once; nullptr for a token not (or no longer) handed out here.
 AggregateState *take_handed_over(const uint8_t *in, size_t length) {
-    if (length != kSerialHandOverBytes || load_u32(in + 2) != uint32_t(MyProcPid)) return nullptr;
-    const uint64_t token = load_u64(in + 6);
+    if (length != kSerialHandOverBytes || load_u32(in + 2) != uint32_t(MyProcPid) ||
+        !has_process_nonce || load_u64(in + 6) != process_nonce)
+        return nullptr;
+    const uint64_t token = load_u64(in + 14);
     for (HandedOver &entry : handed_over_states) {
         if (entry.state == nullptr || entry.token != token) continue;
         AggregateState *state = entry.state;
@@ -556,10 +579,10 @@ AggregateState *take_handed_over(const uint8_t *in, size_t length) {
     return nullptr;
 }
 
-void check_not_handed_over(const AggregateState *state) {
-    if (state != nullptr && state->handed_over)
+void check_not_taken(const AggregateState *state) {
+    if (state != nullptr && state->taken)
         ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
-                        errmsg("bloom_agg state used after it was handed to the final aggregate")));
+                        errmsg("bloom_agg state used after its hashes were moved to another")));
 }
 
 }  // namespace
@@ -568,8 +591,8 @@ extern "C" Datum bloom_agg_serialfn(PG_FUNCTION_ARGS) {
     AggregateState *state = reinterpret_cast<AggregateState *>(PG_GETARG_POINTER(0));
     Size size;
     bytea *result;
-    check_not_handed_over(state);
-    if (state->auto_sized && may_hand_over(fcinfo)) {
+    check_not_taken(state);
+    if (state->auto_sized && may_hand_over(fcinfo, state)) {
         bytea *token = hand_over(state);
         if (token != nullptr) PG_RETURN_BYTEA_P(token);
     }
@@ -651,6 +674,9 @@ extern "C" Datum bloom_agg_deserialfn(PG_FUNCTION_ARGS) {
         state->header = header;
         PG_RETURN_POINTER(state);
     }
+    if (in[0] == kSerialAutoBefore12)
+        report_bad_state("a state from a bloomfilter library before 1.2; every process of the "
+                         "server must run the same library");
     if (in[0] != kSerialAuto) report_bad_state("unknown state kind");
     if (length < kSerialAutoFixed) report_bad_state("too short");
     uint64_t rate_bits = load_u64(in + 2);
