@@ -30,6 +30,10 @@ else
 include $(PGXS)
 endif
 
+# PGXS tracks no header dependencies here: every object inlines the core's header.
+$(OBJS): src/core/bloom.hpp
+$(filter src/pg/%,$(OBJS)): src/pg/glue.hpp src/pg/compat.hpp
+
 .PHONY: deps demo test unit-test regress-test concurrency-test survival-test limits-test \
         multinode-test bench
 

@@ -5,6 +5,11 @@
 #include <cmath>
 #include <limits>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define BLOOMFILTER_X86_VECTORS 1
+#include <immintrin.h>
+#endif
+
 namespace bloomfilter {
 
 const char *status_message(Status status) {
@@ -248,5 +253,97 @@ bool decode_hex(const char *text, size_t length, uint8_t *out) {
     }
     return true;
 }
+
+// Vector checks of version 2 blocks (see bloom.hpp). Lane i holds position i: the top
+// block_log2 bits of h * M_i, read as bit (bit & 63) of the little-endian 64-bit word
+// (bit >> 6) of the block, which is bit (bit & 7) of byte (bit >> 3) on x86.
+#ifdef BLOOMFILTER_X86_VECTORS
+namespace {
+
+struct alignas(64) VectorMultipliers {
+    uint64_t m[kVectorMaxHashes];
+};
+constexpr VectorMultipliers kVectorMultipliers = [] {
+    VectorMultipliers v{};
+    for (uint32_t i = 0; i < kVectorMaxHashes; i++) v.m[i] = kMultipliers.m[i];
+    return v;
+}();
+
+// GCC 12 warns that its own AVX-512 intrinsics read an uninitialized value: their placeholder
+// operand is declared `__m512i __Y = __Y;`.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+__attribute__((target("avx512f,avx512dq"))) bool avx512_block_contains(const uint8_t *block, uint64_t h,
+                                                                        uint32_t hashes, uint32_t block_log2) {
+    const __m512i products = _mm512_mullo_epi64(_mm512_set1_epi64(int64_t(h)),
+                                                _mm512_load_si512(kVectorMultipliers.m));
+    const __m512i bits = _mm512_srl_epi64(products, _mm_cvtsi32_si128(int(64 - block_log2)));
+    const __mmask8 used = __mmask8((1u << hashes) - 1);
+    const __m512i words = _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), used, _mm512_srli_epi64(bits, 6),
+                                                      block, 8);
+    const __m512i shifted = _mm512_srlv_epi64(words, _mm512_and_si512(bits, _mm512_set1_epi64(63)));
+    const __mmask8 set = _mm512_test_epi64_mask(shifted, _mm512_set1_epi64(1));
+    return (set & used) == used;
+}
+#pragma GCC diagnostic pop
+
+// AVX2 has no 64-bit multiply: the low 64 bits of h * M come from three 32 x 32 products.
+__attribute__((target("avx2"))) bool avx2_block_contains(const uint8_t *block, uint64_t h, uint32_t hashes,
+                                                          uint32_t block_log2) {
+    const long long *words = reinterpret_cast<const long long *>(block);
+    const __m256i h_low = _mm256_set1_epi64x(int64_t(h)), h_high = _mm256_srli_epi64(h_low, 32);
+    const __m128i shift = _mm_cvtsi32_si128(int(64 - block_log2));
+    const __m256i one = _mm256_set1_epi64x(1), low_six = _mm256_set1_epi64x(63);
+    const __m256i hash_count = _mm256_set1_epi64x(hashes);
+    __m256i all_set = one;
+    for (uint32_t half = 0; half < 2; half++) {
+        const __m256i m = _mm256_load_si256(reinterpret_cast<const __m256i *>(kVectorMultipliers.m + 4 * half));
+        const __m256i cross = _mm256_add_epi64(_mm256_mul_epu32(h_high, m),
+                                               _mm256_mul_epu32(h_low, _mm256_srli_epi64(m, 32)));
+        const __m256i products = _mm256_add_epi64(_mm256_mul_epu32(h_low, m), _mm256_slli_epi64(cross, 32));
+        const __m256i bits = _mm256_srl_epi64(products, shift);
+        const __m256i loaded = _mm256_i64gather_epi64(words, _mm256_srli_epi64(bits, 6), 8);
+        const __m256i tested = _mm256_srlv_epi64(loaded, _mm256_and_si256(bits, low_six));
+        // Lanes at or past `hashes` read a bit of the block too, but count as set.
+        const int64_t first = int64_t(4 * half);
+        const __m256i used = _mm256_cmpgt_epi64(hash_count, _mm256_setr_epi64x(first, first + 1, first + 2, first + 3));
+        all_set = _mm256_and_si256(all_set, _mm256_or_si256(tested, _mm256_andnot_si256(used, one)));
+    }
+    return _mm256_testc_si256(all_set, one) != 0;
+}
+
+}  // namespace
+#endif
+
+VectorBlockContains vector_block_contains_for(VectorPath path) {
+#ifdef BLOOMFILTER_X86_VECTORS
+    __builtin_cpu_init();
+    if (path == VectorPath::avx512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))
+        return avx512_block_contains;
+    if (path == VectorPath::avx2 && __builtin_cpu_supports("avx2")) return avx2_block_contains;
+#else
+    (void)path;
+#endif
+    return nullptr;
+}
+
+VectorPath chosen_vector_path() {
+    if (vector_block_contains_for(VectorPath::avx512) != nullptr) return VectorPath::avx512;
+    if (vector_block_contains_for(VectorPath::avx2) != nullptr) return VectorPath::avx2;
+    return VectorPath::none;
+}
+
+const char *vector_path_name(VectorPath path) {
+    switch (path) {
+        case VectorPath::avx512: return "AVX-512";
+        case VectorPath::avx2: return "AVX2";
+        case VectorPath::none: break;
+    }
+    return "none (scalar)";
+}
+
+// Set when the library is loaded. A check made before that (by another static initializer)
+// sees null and takes the scalar loop, which gives the same answer.
+const VectorBlockContains chosen_vector_block_contains = vector_block_contains_for(chosen_vector_path());
 
 }  // namespace bloomfilter

@@ -341,6 +341,71 @@ TEST(Layout, GoldenEncoding) {
     EXPECT_EQ(XXH3_64bits(v2.bytes.data(), v2.bytes.size()), 0x09f608e9a9d4fde5ull);
 }
 
+// Each vector check this machine has answers as the scalar loop does: for every number of
+// hashes it handles, several block sizes, blocks from sparse to nearly full (so both answers
+// come up), and keys whose bits sit at the block's first and last words.
+TEST(VectorPaths, SameAnswersAsTheScalarLoop) {
+    std::mt19937_64 random(7);
+    int paths_tested = 0;
+    for (VectorPath path : {VectorPath::avx2, VectorPath::avx512}) {
+        VectorBlockContains vector = vector_block_contains_for(path);
+        if (vector == nullptr) continue;
+        paths_tested++;
+        for (uint32_t block_log2 : {12u, 13u, 16u}) {
+            std::vector<uint8_t> block(size_t(1) << (block_log2 - 3));
+            for (double fill : {0.02, 0.5, 0.9, 0.99}) {
+                std::bernoulli_distribution bit_set(fill);
+                for (uint8_t &byte : block) {
+                    byte = 0;
+                    for (int b = 0; b < 8; b++) byte |= uint8_t(bit_set(random) << b);
+                }
+                uint64_t answers[2] = {0, 0};
+                for (uint32_t hashes = 1; hashes <= kVectorMaxHashes; hashes++) {
+                    for (int i = 0; i < 4000; i++) {
+                        KeyHash h{random(), 0};
+                        if (i == 0) h.low = 0;  // every position is bit 0
+                        bool expected = scalar_block_contains(block.data(), h, kFormatVersion2, hashes, block_log2);
+                        ASSERT_EQ(vector(block.data(), h.low, hashes, block_log2), expected)
+                            << vector_path_name(path) << " block_log2 " << block_log2 << " fill " << fill
+                            << " hashes " << hashes << " h " << h.low;
+                        answers[expected]++;
+                    }
+                }
+                if (fill >= 0.5) {
+                    EXPECT_GT(answers[1], 0u) << fill;
+                }
+                if (fill <= 0.9) {
+                    EXPECT_GT(answers[0], 0u) << fill;
+                }
+            }
+        }
+        // The block's last bit, through the last word: a block of all ones but that bit.
+        std::vector<uint8_t> block(512, 0xff);
+        block.back() = 0x7f;
+        for (uint32_t hashes = 1; hashes <= kVectorMaxHashes; hashes++)
+            for (int i = 0; i < 20000; i++) {
+                KeyHash h{random(), 0};
+                ASSERT_EQ(vector(block.data(), h.low, hashes, 12),
+                          scalar_block_contains(block.data(), h, kFormatVersion2, hashes, 12));
+            }
+    }
+    std::printf("vector paths on this machine: %d; block_contains uses %s\n", paths_tested,
+                vector_path_name(chosen_vector_path()));
+    EXPECT_EQ(chosen_vector_block_contains, vector_block_contains_for(chosen_vector_path()));
+}
+
+// FilterRef takes the vector check only where it applies.
+TEST(VectorPaths, ChosenPerFilter) {
+    for (uint32_t version : {kFormatVersion1, kFormatVersion2}) {
+        for (double rate : {0.01, 0.001}) {
+            Filter f(10000, rate, version);
+            const bool applies = version == kFormatVersion2 && f.parameters.hashes <= kVectorMaxHashes;
+            EXPECT_EQ(f.ref().vector_contains, applies ? chosen_vector_block_contains : nullptr)
+                << version << " " << rate;
+        }
+    }
+}
+
 TEST(Layout, EmptyFilterContainsNothing) {
     Filter f(10000, 0.01);
     SeedKey key;
