@@ -47,6 +47,8 @@ struct Data {
     KeyList probes;  // half stored keys, half user1000000@mail.com .. (absent), in random order
     std::vector<uint8_t> core_bytes;  // the core's encoding with every key added
     bloomfilter::Parameters parameters;
+    std::vector<uint8_t> v1_bytes;  // the same keys in a format version 1 filter
+    bloomfilter::Parameters v1_parameters;
     seed::BloomFilter seed_filter{kCapacity, kErrorRate};
 
     Data() : keys(stored_keys()), probes(probe_keys()) {
@@ -54,13 +56,20 @@ struct Data {
             std::fprintf(stderr, "size_filter failed\n");
             std::exit(1);
         }
-        core_bytes.resize(parameters.encoded_bytes());
-        bloomfilter::write_empty(parameters, core_bytes.data());
-        bloomfilter::FilterRef filter = core();
+        v1_parameters = parameters;
+        v1_parameters.version = bloomfilter::kFormatVersion1;
+        bloomfilter::FilterRef filter = empty(parameters, core_bytes), v1_filter = empty(v1_parameters, v1_bytes);
         for (size_t i = 0; i < keys.size(); i++) {
             filter.add(filter.hash(keys[i].data(), keys[i].size()));
+            v1_filter.add(v1_filter.hash(keys[i].data(), keys[i].size()));
             seed_filter.add(keys[i]);
         }
+    }
+
+    static bloomfilter::FilterRef empty(const bloomfilter::Parameters &p, std::vector<uint8_t> &bytes) {
+        bytes.resize(p.encoded_bytes());
+        bloomfilter::write_empty(p, bytes.data());
+        return bloomfilter::FilterRef::of(bytes.data(), p);
     }
 
     static std::vector<std::string> stored_keys() {
@@ -81,6 +90,7 @@ struct Data {
     }
 
     bloomfilter::FilterRef core() { return bloomfilter::FilterRef::of(core_bytes.data(), parameters); }
+    bloomfilter::FilterRef core_v1() { return bloomfilter::FilterRef::of(v1_bytes.data(), v1_parameters); }
 };
 
 Data &data() {
@@ -105,9 +115,9 @@ void BM_core_add(benchmark::State &state) {
 }
 
 // contains over the first `cycle` probes, again and again.
-void core_contains_cycling(benchmark::State &state, size_t cycle) {
+void core_contains_cycling(benchmark::State &state, size_t cycle, bool version1 = false) {
     Data &d = data();
-    bloomfilter::FilterRef filter = d.core();
+    bloomfilter::FilterRef filter = version1 ? d.core_v1() : d.core();
     size_t i = 0;
     for (auto _ : state) {
         std::string_view key = d.probes[i];
@@ -118,6 +128,10 @@ void core_contains_cycling(benchmark::State &state, size_t cycle) {
 }
 
 void BM_core_contains(benchmark::State &state) { core_contains_cycling(state, data().probes.size()); }
+// What filters written by bloomfilter 1.0 and 1.1 get: XXH3-128 and the scalar loop.
+void BM_core_contains_v1(benchmark::State &state) {
+    core_contains_cycling(state, data().probes.size(), /*version1=*/true);
+}
 
 void BM_seed_add(benchmark::State &state) {
     Data &d = data();
@@ -184,6 +198,7 @@ BENCHMARK(BM_core_hash);
 BENCHMARK(BM_core_contains_cached);
 BENCHMARK(BM_core_contains_scalar);
 BENCHMARK(BM_core_contains_avx2);
+BENCHMARK(BM_core_contains_v1);
 BENCHMARK(BM_seed_add);
 BENCHMARK(BM_seed_contains);
 
@@ -191,7 +206,7 @@ BENCHMARK(BM_seed_contains);
 // the two do the same job.
 void print_setup() {
     Data &d = data();
-    bloomfilter::FilterRef core = d.core();
+    bloomfilter::FilterRef core = d.core(), v1 = d.core_v1();
     uint64_t core_positives = 0, seed_positives = 0, missed = 0;
     for (uint64_t i = 0; i < kCapacity; i++) {
         std::string key = "absent" + std::to_string(i) + "@mail.com";
@@ -200,7 +215,7 @@ void print_setup() {
     }
     for (size_t i = 0; i < d.keys.size(); i++)
         missed += !core.contains(core.hash(d.keys[i].data(), d.keys[i].size())) +
-                  !d.seed_filter.contains(d.keys[i]);
+                  !v1.contains(v1.hash(d.keys[i].data(), d.keys[i].size())) + !d.seed_filter.contains(d.keys[i]);
     std::printf("core: %llu bits in %u blocks of %llu bytes, k = %u, %zu bytes encoded, false-positive rate %.4f\n",
                 (unsigned long long)d.parameters.bits(), d.parameters.blocks,
                 (unsigned long long)d.parameters.block_bytes(), d.parameters.hashes, d.core_bytes.size(),

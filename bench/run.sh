@@ -360,6 +360,8 @@ printf 'core contains, parts: hashing the key %.1f ns/op; contains with 1,024 pr
 printf 'core contains, each way of checking a block: scalar loop %.1f ns/op; AVX2 %s ns/op; %s is what contains uses\n' \
   "${ns[BM_core_contains_scalar]:-0}" "$( [ -n "${ns[BM_core_contains_avx2]:-}" ] && printf '%.1f' "${ns[BM_core_contains_avx2]}" || echo '(not on this CPU)')" \
   "$(sed -n 's/^core: contains checks blocks with //p' "$BUILD_DIR/core_bench.log")"
+printf 'core contains on the same keys in a format version 1 filter (XXH3-128, scalar loop): %.1f ns/op\n' \
+  "${ns[BM_core_contains_v1]:-0}"
 row "d) core contains ns/op" "$(printf '%.1f' "${ns[BM_core_contains]}")" "<=" 25
 row "d) core contains speedup over the seed's" "$(ratio "${ns[BM_seed_contains]}" "${ns[BM_core_contains]}")" ">=" 20
 row "d) core add ns/op" "$(printf '%.1f' "${ns[BM_core_add]}")"
