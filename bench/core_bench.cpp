@@ -115,9 +115,8 @@ void BM_core_add(benchmark::State &state) {
 }
 
 // contains over the first `cycle` probes, again and again.
-void core_contains_cycling(benchmark::State &state, size_t cycle, bool version1 = false) {
+void core_contains_cycling(benchmark::State &state, bloomfilter::FilterRef filter, size_t cycle) {
     Data &d = data();
-    bloomfilter::FilterRef filter = version1 ? d.core_v1() : d.core();
     size_t i = 0;
     for (auto _ : state) {
         std::string_view key = d.probes[i];
@@ -127,10 +126,10 @@ void core_contains_cycling(benchmark::State &state, size_t cycle, bool version1 
     state.SetItemsProcessed(state.iterations());
 }
 
-void BM_core_contains(benchmark::State &state) { core_contains_cycling(state, data().probes.size()); }
+void BM_core_contains(benchmark::State &state) { core_contains_cycling(state, data().core(), data().probes.size()); }
 // What filters written by bloomfilter 1.0 and 1.1 get: XXH3-128 and the scalar loop.
 void BM_core_contains_v1(benchmark::State &state) {
-    core_contains_cycling(state, data().probes.size(), /*version1=*/true);
+    core_contains_cycling(state, data().core_v1(), data().probes.size());
 }
 
 void BM_seed_add(benchmark::State &state) {
@@ -169,7 +168,7 @@ void BM_core_hash(benchmark::State &state) {
 // contains on the same filter with only 1,024 probes cycling, so the blocks they read stay in
 // the L1 and L2 caches: the difference from BM_core_contains is the cost of fetching a block
 // from a filter larger than L2.
-void BM_core_contains_cached(benchmark::State &state) { core_contains_cycling(state, 1024); }
+void BM_core_contains_cached(benchmark::State &state) { core_contains_cycling(state, data().core(), 1024); }
 
 // contains through each way of checking a block this machine has, the vector one that
 // BM_core_contains uses included: what the vector check saves, and what a CPU without it gets.
