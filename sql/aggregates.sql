@@ -86,16 +86,14 @@ SELECT bloom_agg(email) = (SELECT a FROM serial_repeated) AS parallel_equals_ser
          AS bits_of_a_filter_for_distinct,
        (SELECT capacity || ' ' || inserted FROM bloom_info(bloom_agg(email))) AS capacity_inserted
 FROM repeated_input;
--- The leader hands its own partial state of the auto-sized form to its final aggregate by
--- reference (the plans above). Without the leader's share (all states serialized) and with one
--- worker, the bytes are still the serial plan's.
+-- Without the leader's share, and with one worker, the bytes are still the serial plan's.
 SET parallel_leader_participation = off;
 SELECT bloom_agg(email) = (SELECT a FROM serial_result) AS workers_only_equals_serial FROM big_input;
 RESET parallel_leader_participation;
 SET max_parallel_workers_per_gather = 1;
 SELECT bloom_agg(email) = (SELECT a FROM serial_result) AS one_worker_equals_serial FROM big_input;
--- Two aggregates of the same functions share one transition state, which the leader serializes
--- once for each of them: a token the first time, the bytes the second (it used to fail).
+-- Two aggregates of the same functions share one transition state, which is serialized once
+-- for each of them.
 CREATE AGGREGATE same_as_bloom_agg(text) (
     SFUNC = bloom_agg_transfn, STYPE = internal,
     FINALFUNC = bloom_agg_finalfn, FINALFUNC_MODIFY = READ_ONLY,

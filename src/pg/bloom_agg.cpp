@@ -1,7 +1,9 @@
 // The aggregates bloom_agg and bloom_union_agg, with combine, serialize and deserialize
 // functions for parallel plans.
 //
-// Two kinds of state, both in the aggregate memory context and updated in place:
+// Two kinds of state, both in the aggregate memory context and updated in place (a state made
+// by the deserialize function lives in the per-row memory PostgreSQL gives it, and the combine
+// function copies what it needs from it):
 // - sized (bloom_agg(value, capacity, error_rate) and bloom_union_agg): the filter itself, its
 //   header (counter included) kept up to date in its bytes;
 // - auto-sized (bloom_agg(value), bloom_agg(value, error_rate)): the distinct 64-bit hashes of
@@ -13,12 +15,6 @@
 //   only when a HyperLogLog sketch says the input repeats itself, so memory follows the number
 //   of distinct keys without deduplicating a mostly distinct input more than once.
 #include "glue.hpp"
-
-extern "C" {
-#include "access/parallel.h"
-#include "access/xact.h"
-#include "nodes/execnodes.h"
-}
 
 using namespace bloomfilter;
 
@@ -119,13 +115,6 @@ struct AggregateState {
     DistinctSketch *sketch;
     double distinct_estimate;  // the sketch's estimate when held was below estimate_again_at
     uint64_t estimate_again_at;
-    // Made by the deserialize function for one combine call, in the aggregate context: the
-    // combine function may take its chunks instead of copying them.
-    bool consumable;
-    // Given to this process's own final aggregate by reference (see hand_over()), and taken by
-    // a combine function (its chunks moved to another state, this one left empty).
-    bool handed_over;
-    bool taken;
 };
 
 MemoryContext aggregate_context(FunctionCallInfo fcinfo, const char *name) {
@@ -305,8 +294,6 @@ void for_each_hash(const AggregateState *state, Use &&use) {
     }
 }
 
-void check_not_taken(const AggregateState *state);
-
 AggregateState *auto_transition(FunctionCallInfo fcinfo, double error_rate) {
     MemoryContext context = aggregate_context(fcinfo, "bloom_agg_transfn");
     AggregateState *state =
@@ -314,7 +301,6 @@ AggregateState *auto_transition(FunctionCallInfo fcinfo, double error_rate) {
     if (state == nullptr)
         state = new_auto_state(context, key_kind_of(get_fn_expr_argtype(fcinfo->flinfo, 1)),
                                error_rate);
-    check_not_taken(state);
     if (!PG_ARGISNULL(1)) collect(state, hash_key(PG_GETARG_DATUM(1), state->kind, kAutoVersion).low);
     return state;
 }
@@ -377,7 +363,10 @@ extern "C" Datum bloom_union_agg_transfn(PG_FUNCTION_ARGS) {
     MemoryContext context = aggregate_context(fcinfo, "bloom_union_agg_transfn");
     AggregateState *state =
         PG_ARGISNULL(0) ? nullptr : reinterpret_cast<AggregateState *>(PG_GETARG_POINTER(0));
-    if (PG_ARGISNULL(1)) PG_RETURN_POINTER(state);
+    if (PG_ARGISNULL(1)) {
+        if (state == nullptr) PG_RETURN_NULL();
+        PG_RETURN_POINTER(state);
+    }
     Header header;
     struct varlena *filter = read_filter(PG_GETARG_DATUM(1), &header);
     if (state == nullptr) {
@@ -396,7 +385,6 @@ extern "C" Datum bloom_agg_finalfn(PG_FUNCTION_ARGS) {
     // The state's filter itself, not a copy (which would double the memory): it lives until the
     // aggregate's result has been used, and window aggregates copy results before going on.
     if (!state->auto_sized) PG_RETURN_POINTER(state->filter);
-    check_not_taken(state);
     uint64_t distinct = deduplicate_all(state, true);
     if (distinct == 0) PG_RETURN_NULL();
     Parameters parameters;
@@ -411,65 +399,69 @@ extern "C" Datum bloom_agg_finalfn(PG_FUNCTION_ARGS) {
     PG_RETURN_POINTER(result);
 }
 
+namespace {
+
+// Appends a copy of every hash of `source` to `target`: each non-empty bucket gets one chunk of
+// exactly its size, filled by copying the source's chunks as they are.
+void copy_hashes(AggregateState *target, const AggregateState *source) {
+    for (uint32_t b = 0; b < kBuckets; b++) {
+        const HashBucket &from = source->buckets[b];
+        if (from.count == 0) continue;
+        HashBucket &to = target->buckets[b];
+        add_chunk(target, to, uint32_t(from.count));
+        uint8_t *out = to.last->hashes;
+        for (const HashChunk *chunk = from.first; chunk != nullptr; chunk = chunk->next) {
+            const size_t bytes = size_t(from.count_of(chunk)) * kHeldHashBytes;
+            memcpy(out, chunk->hashes, bytes);
+            out += bytes;
+        }
+        to.last->count = uint32_t(from.count);
+        to.resume();
+        to.count += from.count;
+    }
+    target->held += source->held;
+    target->inserted += source->inserted;
+    target->sketch->merge(*source->sketch);
+}
+
+}  // namespace
+
+// Copies what it needs from the source state, which it never changes: the source may be a
+// deserialized state in per-row memory, or another process's partial state read in place.
 extern "C" Datum bloom_agg_combinefn(PG_FUNCTION_ARGS) {
     MemoryContext context = aggregate_context(fcinfo, "bloom_agg_combinefn");
     AggregateState *target =
         PG_ARGISNULL(0) ? nullptr : reinterpret_cast<AggregateState *>(PG_GETARG_POINTER(0));
-    AggregateState *source =
-        PG_ARGISNULL(1) ? nullptr : reinterpret_cast<AggregateState *>(PG_GETARG_POINTER(1));
-    if (source == nullptr) PG_RETURN_POINTER(target);
-    check_not_taken(target);
-    check_not_taken(source);
+    const AggregateState *source =
+        PG_ARGISNULL(1) ? nullptr : reinterpret_cast<const AggregateState *>(PG_GETARG_POINTER(1));
+    if (source == nullptr) {
+        if (target == nullptr) PG_RETURN_NULL();
+        PG_RETURN_POINTER(target);
+    }
     if (target == nullptr) {
-        if (source->auto_sized) {
-            target = new_auto_state(context, source->kind, source->error_rate);
-        } else {
+        if (!source->auto_sized)
             PG_RETURN_POINTER(
                 sized_state_from(context, source->kind, source->filter, source->header));
-        }
+        target = new_auto_state(context, source->kind, source->error_rate);
     }
     if (target->auto_sized != source->auto_sized)
         ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
                         errmsg("cannot combine bloom aggregate states of different kinds")));
-    if (target->auto_sized && source->consumable) {
-        // Move the source's chunk lists over: no copy, no extra memory.
-        for (uint32_t b = 0; b < kBuckets; b++) {
-            HashBucket &from = source->buckets[b], &to = target->buckets[b];
-            if (from.first == nullptr) continue;
-            to.settle();
-            if (to.last)
-                to.last->next = from.first;
-            else
-                to.first = from.first;
-            to.last = from.last;
-            to.tail = from.tail;
-            to.room = from.room;
-            to.count += from.count;
-            from = HashBucket{nullptr, nullptr, nullptr, 0, 0};
-        }
-        target->held += source->held;
-        source->held = 0;
-        source->taken = true;
-        target->sketch->merge(*source->sketch);
-        target->inserted += source->inserted;
-    } else if (target->auto_sized) {
-        for_each_hash(source, [target](uint64_t h) { hold(target, h); });
-        target->inserted += source->inserted;
-    } else {
+    if (target->auto_sized)
+        copy_hashes(target, source);
+    else
         union_into(target->filter, target->filter, target->header, source->filter, source->header);
-    }
     PG_RETURN_POINTER(target);
 }
 
 // Serialized state, little-endian:
-//   u8 kind (4 auto-sized, 2 sized, 3 handed over; 1 was the auto-sized state of 15-byte hashes
-//   of bloomfilter 1.1 and before), u8 key kind, then
+//   u8 kind (4 auto-sized, 2 sized; 1 and 3 are not used), u8 key kind, then
 //   auto-sized: f64 error_rate, u64 inserted, u64 count, the sketch's 1024 registers,
 //     256 x u32 the hashes of each bucket, then count x 7 bytes: the held hashes bucket by
 //     bucket, as chunks hold them (the bucket's number is each hash's missing top byte);
 //   sized: the filter's encoding.
 // A state goes from a worker to the leader of the same server, but the layout is fixed anyway.
-constexpr uint8_t kSerialAutoBefore12 = 1, kSerialSized = 2, kSerialHandOver = 3, kSerialAuto = 4;
+constexpr uint8_t kSerialAutoBefore12 = 1, kSerialSized = 2, kSerialAuto = 4;
 constexpr size_t kSerialAutoHeader = 2 + 8 + 8 + 8;
 constexpr size_t kSerialSketchBytes = sizeof(DistinctSketch::registers);
 constexpr size_t kSerialAutoFixed = kSerialAutoHeader + kSerialSketchBytes + 4 * kBuckets;
@@ -492,110 +484,10 @@ void check_serialized_size(Size size) {
                          "= 0.")));
 }
 
-// The leader of a parallel plan runs a share of the Partial Aggregate itself, and its own
-// partial state goes to its own Finalize Aggregate. Serialized, it would be held three times at
-// once (the state, the bytes, the copy the deserialize function makes): three times its share of
-// the hashes. Instead the serialize function hands it over by reference: the bytes carry a
-// token, and the deserialize function of the same process trades the token for the state, whose
-// chunks the combine function then takes. Only a plain (ungrouped) Partial Aggregate of a
-// parallel plan, in the leader, does this: its state stays put until the plan ends or is
-// rescanned from the top (a grouped one resets or re-emits its states as it goes), and its
-// output goes to the plan's Gather. Partial states that other tools ship or store are made
-// outside parallel mode or without the Partial Aggregate's split, and are serialized in full. A
-// token is good once, in the process that made it; any other is refused. A state serialized
-// twice (two aggregates sharing one transition state) gives a token the first time and its
-// bytes the second.
-//
-// u8 kind 3, u8 key kind, u32 the process id, u64 a random number drawn once per process, u64
-// the token.
-namespace {
-
-constexpr size_t kSerialHandOverBytes = 2 + 4 + 8 + 8;
-constexpr int kMaxHandedOver = 32;
-struct HandedOver {
-    uint64_t token;
-    AggregateState *state;
-};
-HandedOver handed_over_states[kMaxHandedOver];
-uint64_t last_token;
-uint64_t process_nonce;
-bool has_process_nonce;
-
-// The state's memory going away (an error, a rescan) withdraws its token.
-void forget_handed_over(void *arg) {
-    for (HandedOver &entry : handed_over_states)
-        if (entry.state == arg) entry = HandedOver{0, nullptr};
-}
-
-bool may_hand_over(FunctionCallInfo fcinfo, const AggregateState *state) {
-    if (state->handed_over || IsParallelWorker() || !IsInParallelMode()) return false;
-    if (fcinfo->context == nullptr || !IsA(fcinfo->context, AggState)) return false;
-    const AggState *node = reinterpret_cast<const AggState *>(fcinfo->context);
-    if (node->aggstrategy != AGG_PLAIN || !DO_AGGSPLIT_SERIALIZE(node->aggsplit) ||
-        !DO_AGGSPLIT_SKIPFINAL(node->aggsplit))
-        return false;
-    if (!has_process_nonce)
-        has_process_nonce = pg_strong_random(&process_nonce, sizeof process_nonce);
-    return has_process_nonce;
-}
-
-// The token's bytes, or nullptr when every place for a token is taken (the state is then
-// serialized in full).
-bytea *hand_over(AggregateState *state) {
-    for (HandedOver &entry : handed_over_states) {
-        if (entry.state != nullptr) continue;
-        MemoryContextCallback *callback = static_cast<MemoryContextCallback *>(
-            MemoryContextAllocZero(state->context, sizeof(MemoryContextCallback)));
-        callback->func = forget_handed_over;
-        callback->arg = state;
-        MemoryContextRegisterResetCallback(state->context, callback);
-        entry = HandedOver{++last_token, state};
-        state->handed_over = true;
-        bytea *result = static_cast<bytea *>(palloc(VARHDRSZ + kSerialHandOverBytes));
-        SET_VARSIZE(result, VARHDRSZ + kSerialHandOverBytes);
-        uint8_t *out = reinterpret_cast<uint8_t *>(VARDATA(result));
-        out[0] = kSerialHandOver;
-        out[1] = uint8_t(state->kind);
-        store_u32(out + 2, uint32_t(MyProcPid));
-        store_u64(out + 6, process_nonce);
-        store_u64(out + 14, entry.token);
-        return result;
-    }
-    return nullptr;
-}
-
-// The state a token stands for, once; nullptr for a token not (or no longer) handed out here.
-AggregateState *take_handed_over(const uint8_t *in, size_t length) {
-    if (length != kSerialHandOverBytes || load_u32(in + 2) != uint32_t(MyProcPid) ||
-        !has_process_nonce || load_u64(in + 6) != process_nonce)
-        return nullptr;
-    const uint64_t token = load_u64(in + 14);
-    for (HandedOver &entry : handed_over_states) {
-        if (entry.state == nullptr || entry.token != token) continue;
-        AggregateState *state = entry.state;
-        entry = HandedOver{0, nullptr};
-        return state;
-    }
-    return nullptr;
-}
-
-void check_not_taken(const AggregateState *state) {
-    if (state != nullptr && state->taken)
-        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
-                        errmsg("bloom_agg state used after its hashes were moved to another")));
-}
-
-}  // namespace
-
 extern "C" Datum bloom_agg_serialfn(PG_FUNCTION_ARGS) {
     AggregateState *state = reinterpret_cast<AggregateState *>(PG_GETARG_POINTER(0));
     Size size;
     bytea *result;
-    check_not_taken(state);
-    if (state->auto_sized && may_hand_over(fcinfo, state)) {
-        bytea *token = hand_over(state);
-        if (token != nullptr) PG_RETURN_BYTEA_P(token);
-    }
     if (state->auto_sized) {
         // Drop repeats first only when the sketch says there are enough of them to matter: a
         // mostly distinct input is sent as it is, and the leader counts distinct hashes anyway.
@@ -647,8 +539,11 @@ static void report_bad_state(const char *why) {
                     errmsg("invalid serialized bloom aggregate state: %s", why)));
 }
 
+// The state is made in the current memory context, which PostgreSQL resets for every row: the
+// combine function copies it into the aggregate's state, and nothing of it is kept.
 extern "C" Datum bloom_agg_deserialfn(PG_FUNCTION_ARGS) {
-    MemoryContext context = aggregate_context(fcinfo, "bloom_agg_deserialfn");
+    aggregate_context(fcinfo, "bloom_agg_deserialfn");
+    MemoryContext context = CurrentMemoryContext;
     bytea *serialized = PG_GETARG_BYTEA_PP(0);
     const uint8_t *in = reinterpret_cast<const uint8_t *>(VARDATA_ANY(serialized));
     const size_t length = VARSIZE_ANY_EXHDR(serialized);
@@ -657,12 +552,6 @@ extern "C" Datum bloom_agg_deserialfn(PG_FUNCTION_ARGS) {
     if (kind != uint8_t(KeyKind::bytes) && kind != uint8_t(KeyKind::int8) &&
         kind != uint8_t(KeyKind::uuid))
         report_bad_state("unknown key kind");
-    if (in[0] == kSerialHandOver) {
-        AggregateState *state = take_handed_over(in, length);
-        if (state == nullptr) report_bad_state("a state handed over by another process or query");
-        state->consumable = true;
-        PG_RETURN_POINTER(state);
-    }
     if (in[0] == kSerialSized) {
         Header header;
         validate_or_report(in + 2, length - 2, Origin::binary_input, &header);
@@ -707,6 +596,5 @@ extern "C" Datum bloom_agg_deserialfn(PG_FUNCTION_ARGS) {
     }
     state->held = count;
     state->inserted = load_u64(in + 10);
-    state->consumable = true;
     PG_RETURN_POINTER(state);
 }
