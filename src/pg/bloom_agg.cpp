@@ -115,6 +115,9 @@ struct AggregateState {
     DistinctSketch *sketch;
     double distinct_estimate;  // the sketch's estimate when held was below estimate_again_at
     uint64_t estimate_again_at;
+    // A deserialized auto-sized state has no buckets: it reads its hashes in place, from the
+    // serialized bytes (256 x u32 the count of each bucket, then the bucket's hashes).
+    const uint8_t *serialized_buckets;
 };
 
 MemoryContext aggregate_context(FunctionCallInfo fcinfo, const char *name) {
@@ -401,25 +404,41 @@ extern "C" Datum bloom_agg_finalfn(PG_FUNCTION_ARGS) {
 
 namespace {
 
-// Appends a copy of every hash of `source` to `target`: each non-empty bucket gets one chunk of
-// exactly its size, filled by copying the source's chunks as they are.
+// Room for `count` more hashes in bucket `b`: a new last chunk of exactly that size, its
+// hashes to be written by the caller.
+uint8_t *append_room(AggregateState *state, uint32_t b, uint32_t count) {
+    HashBucket &bucket = state->buckets[b];
+    add_chunk(state, bucket, count);
+    bucket.last->count = count;
+    bucket.resume();
+    bucket.count += count;
+    state->held += count;
+    return bucket.last->hashes;
+}
+
+// Appends a copy of every hash of `source` to `target`, bucket by bucket in one chunk each.
 void copy_hashes(AggregateState *target, const AggregateState *source) {
-    for (uint32_t b = 0; b < kBuckets; b++) {
-        const HashBucket &from = source->buckets[b];
-        if (from.count == 0) continue;
-        HashBucket &to = target->buckets[b];
-        add_chunk(target, to, uint32_t(from.count));
-        uint8_t *out = to.last->hashes;
-        for (const HashChunk *chunk = from.first; chunk != nullptr; chunk = chunk->next) {
-            const size_t bytes = size_t(from.count_of(chunk)) * kHeldHashBytes;
-            memcpy(out, chunk->hashes, bytes);
-            out += bytes;
+    if (source->serialized_buckets != nullptr) {
+        const uint8_t *counts = source->serialized_buckets;
+        const uint8_t *in = counts + 4 * kBuckets;
+        for (uint32_t b = 0; b < kBuckets; b++) {
+            const uint32_t count = load_u32(counts + 4 * b);
+            if (count == 0) continue;
+            memcpy(append_room(target, b, count), in, size_t(count) * kHeldHashBytes);
+            in += size_t(count) * kHeldHashBytes;
         }
-        to.last->count = uint32_t(from.count);
-        to.resume();
-        to.count += from.count;
+    } else {
+        for (uint32_t b = 0; b < kBuckets; b++) {
+            const HashBucket &from = source->buckets[b];
+            if (from.count == 0) continue;
+            uint8_t *out = append_room(target, b, uint32_t(from.count));
+            for (const HashChunk *chunk = from.first; chunk != nullptr; chunk = chunk->next) {
+                const size_t bytes = size_t(from.count_of(chunk)) * kHeldHashBytes;
+                memcpy(out, chunk->hashes, bytes);
+                out += bytes;
+            }
+        }
     }
-    target->held += source->held;
     target->inserted += source->inserted;
     target->sketch->merge(*source->sketch);
 }
@@ -539,8 +558,9 @@ static void report_bad_state(const char *why) {
                     errmsg("invalid serialized bloom aggregate state: %s", why)));
 }
 
-// The state is made in the current memory context, which PostgreSQL resets for every row: the
-// combine function copies it into the aggregate's state, and nothing of it is kept.
+// The state is made in the current memory context, which PostgreSQL resets for every row, and
+// an auto-sized one reads its hashes where the serialized bytes hold them: the combine function
+// copies them into the aggregate's state, and nothing of the row is kept.
 extern "C" Datum bloom_agg_deserialfn(PG_FUNCTION_ARGS) {
     aggregate_context(fcinfo, "bloom_agg_deserialfn");
     MemoryContext context = CurrentMemoryContext;
@@ -579,21 +599,12 @@ extern "C" Datum bloom_agg_deserialfn(PG_FUNCTION_ARGS) {
     uint64_t sum = 0;
     for (uint32_t b = 0; b < kBuckets; b++) sum += load_u32(counts + 4 * b);
     if (sum != count) report_bad_state("the buckets' counts do not add up to the number of hashes");
-    AggregateState *state = new_auto_state(context, KeyKind(kind), error_rate);
+    check_error_rate(error_rate);
+    AggregateState *state = new_state(context, true, KeyKind(kind));
+    state->error_rate = error_rate;
+    state->sketch = static_cast<DistinctSketch *>(palloc(sizeof(DistinctSketch)));
     memcpy(state->sketch->registers, in + kSerialAutoHeader, kSerialSketchBytes);
-    // Each bucket arrives whole, as one chunk of exactly its size: a copy, no per-hash work.
-    const uint8_t *hashes = counts + 4 * kBuckets;
-    for (uint32_t b = 0; b < kBuckets; b++) {
-        const uint32_t bucket_count = load_u32(counts + 4 * b);
-        if (bucket_count == 0) continue;
-        HashBucket &bucket = state->buckets[b];
-        add_chunk(state, bucket, bucket_count);
-        memcpy(bucket.last->hashes, hashes, size_t(bucket_count) * kHeldHashBytes);
-        bucket.last->count = bucket_count;
-        bucket.resume();
-        bucket.count = bucket_count;
-        hashes += size_t(bucket_count) * kHeldHashBytes;
-    }
+    state->serialized_buckets = counts;
     state->held = count;
     state->inserted = load_u64(in + 10);
     PG_RETURN_POINTER(state);
