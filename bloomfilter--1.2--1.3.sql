@@ -371,13 +371,17 @@ CREATE POLICY bloom_filter_shards_read ON bloom_filter_shards FOR SELECT
   USING (EXISTS (SELECT FROM @extschema@.bloom_filters c
                  WHERE c.name OPERATOR(pg_catalog.=) bloom_filter_shards.name));
 
--- Existing filters: the configurations of dropped tables go; every generated trigger function
--- goes with its triggers (also any a role attached to a table of its own); the filter's table
--- gets the two triggers calling bloom_filter_maintain. Shards are kept as they are.
+-- Existing filters: every generated trigger function goes with its triggers (also any a role
+-- attached to a table of its own); the filter's table gets the two triggers calling
+-- bloom_filter_maintain, and its shards are kept as they are. A filter 1.3 cannot keep current
+-- (its table dropped or not a permanent table, its column gone) is removed with a WARNING: 1.1
+-- let any role write a configuration row for a relation of its own, and none of them may stop
+-- the update.
 DO $$
 DECLARE
   cfg record;
   old_function pg_catalog.regprocedure;
+  kept pg_catalog.bool;
 BEGIN
   FOR cfg IN SELECT c.name, c.relation::pg_catalog.oid AS relid, c.column_name, c.key_type
              FROM @extschema@.bloom_filters c ORDER BY c.name LOOP
@@ -390,13 +394,24 @@ BEGIN
     LOOP
       EXECUTE pg_catalog.format('DROP FUNCTION %s CASCADE', old_function);
     END LOOP;
-    IF EXISTS (SELECT FROM pg_catalog.pg_attribute a
+    kept := EXISTS (SELECT FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class r ON r.oid OPERATOR(pg_catalog.=) a.attrelid
                WHERE a.attrelid OPERATOR(pg_catalog.=) cfg.relid
+                 AND r.relkind OPERATOR(pg_catalog.=) ANY ('{r,p}'::pg_catalog."char"[])
+                 AND r.relpersistence OPERATOR(pg_catalog.=) 'p'::pg_catalog."char"
                  AND a.attname OPERATOR(pg_catalog.=) cfg.column_name
                  AND a.attnum OPERATOR(pg_catalog.>) 0::pg_catalog.int2 AND NOT a.attisdropped
-                 AND a.atttypid OPERATOR(pg_catalog.=) ANY ('{pg_catalog.text,pg_catalog.varchar,pg_catalog.int2,pg_catalog.int4,pg_catalog.int8,pg_catalog.bytea,pg_catalog.uuid}'::pg_catalog.regtype[]::pg_catalog.oid[])) THEN
-      PERFORM @extschema@.bloom_filter_install_triggers(cfg.name, cfg.relid::pg_catalog.regclass, cfg.column_name);
+                 AND a.atttypid OPERATOR(pg_catalog.=) ANY ('{pg_catalog.text,pg_catalog.varchar,pg_catalog.int2,pg_catalog.int4,pg_catalog.int8,pg_catalog.bytea,pg_catalog.uuid}'::pg_catalog.regtype[]::pg_catalog.oid[]));
+    IF kept THEN
+      BEGIN
+        PERFORM @extschema@.bloom_filter_install_triggers(cfg.name, cfg.relid::pg_catalog.regclass, cfg.column_name);
+      EXCEPTION WHEN OTHERS THEN
+        kept := false;
+      END;
+    END IF;
+    IF NOT kept THEN
+      RAISE WARNING 'bloomfilter 1.3 removes maintained filter "%": its table or column is gone or not supported', cfg.name;
+      DELETE FROM @extschema@.bloom_filter_shards s WHERE s.name OPERATOR(pg_catalog.=) cfg.name;
+      DELETE FROM @extschema@.bloom_filters c WHERE c.name OPERATOR(pg_catalog.=) cfg.name;
     END IF;
   END LOOP;
 END $$;
-SELECT @extschema@.bloom_filter_forget_dropped();

@@ -192,6 +192,15 @@ CREATE TABLE tenant.accounts (email text, domain_email tenant.email_text, v varc
 INSERT INTO tenant.accounts VALUES ('tenant@mail.com', 'tenant@mail.com', 'v');
 SELECT public.bloom_filter_create('su_email', 'tenant.accounts', 'email', 100);
 SELECT public.bloom_filter_create('tenant_domain', 'tenant.accounts', 'domain_email', 100);
+-- An error raised while the writers run as the tables' owner, caught: the session is back to
+-- its own role and search_path.
+DO $$
+BEGIN
+  PERFORM public.bloom_filter_create('su_email', 'tenant.accounts', 'email', 100);
+EXCEPTION WHEN duplicate_object THEN
+  NULL;
+END $$;
+SELECT current_user, session_user, current_setting('search_path') AS search_path;
 CREATE TRIGGER add_keys AFTER INSERT ON tenant.accounts FOR EACH ROW EXECUTE FUNCTION public.bloom_filter_maintain('su_email');
 INSERT INTO tenant.accounts VALUES ('tenant-planted@mail.com');
 DROP TRIGGER add_keys ON tenant.accounts;

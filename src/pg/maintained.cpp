@@ -94,9 +94,10 @@ const StatementText kStatements[kStatementCount] = {
      0, {}},
 };
 
-// Prepared plans, for the extension schema they were prepared in.
+// Prepared plans, for the bloom_filters table they were prepared for (a new one after DROP and
+// CREATE EXTENSION, whose bloom type is new too).
 SPIPlanPtr plans[kStatementCount];
-Oid plans_namespace = InvalidOid;
+Oid plans_table = InvalidOid;
 
 // The state saved while running as the tables' owner.
 struct Elevation {
@@ -148,12 +149,13 @@ void restore(const Elevation &state) {
 }
 
 SPIPlanPtr plan(Oid namespace_oid, Statement which) {
-    if (plans_namespace != namespace_oid) {
+    Oid table = get_relname_relid("bloom_filters", namespace_oid);
+    if (plans_table != table) {
         for (SPIPlanPtr &p : plans) {
             if (p != nullptr) SPI_freeplan(p);
             p = nullptr;
         }
-        plans_namespace = namespace_oid;
+        plans_table = table;
     }
     if (plans[which] == nullptr) {
         const StatementText &statement = kStatements[which];

@@ -34,11 +34,21 @@ CREATE TABLE upgrade_accounts (id int PRIMARY KEY, email text);
 INSERT INTO upgrade_accounts SELECT i, 'old' || i || '@mail.com' FROM generate_series(1, 1000) i;
 DO $$ BEGIN PERFORM bloom_filter_create('upgrade_accounts_email', 'upgrade_accounts', 'email', 10000); END $$;
 INSERT INTO upgrade_accounts VALUES (1001, 'added-by-1.1@mail.com');
+-- Configuration rows 1.1 let owners write directly, which 1.3 cannot keep current: a view, a
+-- missing column. The update removes them (with a WARNING) instead of failing.
+CREATE VIEW upgrade_view AS SELECT * FROM upgrade_accounts;
+INSERT INTO bloom_filters VALUES ('upgrade_view', 'upgrade_view', 'email', 'text', 10, 0.01, 1, 10),
+                                 ('upgrade_missing', 'upgrade_accounts', 'missing', 'text', 10, 0.01, 1, 10);
 CREATE TEMP TABLE upgrade_shards_before AS
   SELECT shard, f::bytea AS bytes FROM bloom_filter_shards WHERE name = 'upgrade_accounts_email';
+SET client_min_messages = error;
 ALTER EXTENSION bloomfilter UPDATE;
+RESET client_min_messages;
 DO $$
 BEGIN
+  IF (SELECT array_agg(name ORDER BY name) FROM bloom_filters) <> ARRAY['upgrade_accounts_email'] THEN
+    RAISE EXCEPTION 'the update kept configurations it cannot keep current';
+  END IF;
   -- The 1.1 filter: same shards, byte for byte; its generated function and triggers are gone;
   -- bloom_filter_maintain keeps it current.
   IF EXISTS (SELECT 1 FROM upgrade_shards_before b LEFT JOIN bloom_filter_shards s
@@ -69,6 +79,7 @@ BEGIN
   END IF;
 END $$;
 DO $$ BEGIN PERFORM bloom_filter_drop('upgrade_accounts_email'); END $$;
+DROP VIEW upgrade_view;
 DROP TABLE upgrade_accounts;
 DO $$
 DECLARE
