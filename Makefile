@@ -7,9 +7,11 @@ EXTENSION = bloomfilter
 MODULE_big = bloomfilter
 CORE_OBJS = src/core/bloom.o
 OBJS = $(CORE_OBJS) src/pg/glue.o src/pg/filter_cache.o src/pg/bloom_type.o src/pg/bloom_ops.o \
-       src/pg/bloom_agg.o
-DATA = bloomfilter--1.0.sql bloomfilter--1.0--1.1.sql bloomfilter--1.1--1.2.sql
-REGRESS = seed types functions aggregates aggregate_nulls aggregate_memory storage formats errors maintained privileges
+       src/pg/bloom_agg.o src/pg/maintained.o
+DATA = bloomfilter--1.0.sql bloomfilter--1.0--1.1.sql bloomfilter--1.1--1.2.sql \
+       bloomfilter--1.2--1.3.sql bloomfilter--1.3.sql
+REGRESS = seed types functions aggregates aggregate_nulls aggregate_memory storage formats errors \
+          maintained privileges security
 REGRESS_OPTS = --inputdir=. --outputdir=$(CURDIR)/build/regress
 
 PG_CONFIG ?= pg_config

@@ -59,6 +59,23 @@ SELECT bloom_filter_contains('order_numbers', 5000::bigint) AS new_order, bloom_
        bloom_filter_contains('order_numbers', 123456::bigint) AS absent;
 SELECT name, key_type, shards FROM bloom_filters ORDER BY name;
 
+-- A partitioned table: the triggers fire on its partitions, whatever their column order.
+CREATE TABLE events (id int, tag text) PARTITION BY RANGE (id);
+CREATE TABLE events_low PARTITION OF events FOR VALUES FROM (0) TO (1000);
+CREATE TABLE events_high (tag text, id int);
+ALTER TABLE events ATTACH PARTITION events_high FOR VALUES FROM (1000) TO (2000);
+INSERT INTO events SELECT i, 'tag' || i FROM generate_series(1, 1500) i;
+SELECT bloom_filter_create('event_tags', 'events', 'tag', 10000);
+INSERT INTO events VALUES (5, 'low-new'), (1500, 'high-new');
+UPDATE events SET tag = 'high-renamed' WHERE id = 1400;
+SELECT bloom_filter_contains('event_tags', 'low-new') AS low, bloom_filter_contains('event_tags', 'high-new') AS high,
+       bloom_filter_contains('event_tags', 'high-renamed') AS renamed,
+       (SELECT count(*) FROM events WHERE NOT bloom_filter_contains('event_tags', tag)) AS false_negatives;
+SELECT bloom_filter_drop('event_tags');
+SELECT count(*) AS triggers_left FROM pg_trigger WHERE tgfoid = 'bloom_filter_maintain()'::regprocedure::oid
+  AND tgrelid IN ('events'::regclass::oid, 'events_low'::regclass::oid, 'events_high'::regclass::oid);
+DROP TABLE events;
+
 -- Errors.
 CREATE FUNCTION pg_temp.error_of(query text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN
@@ -74,6 +91,9 @@ SELECT pg_temp.error_of($$SELECT bloom_filter_create('x', 'accounts', 'note', 10
 CREATE TABLE dates (d date);
 SELECT pg_temp.error_of($$SELECT bloom_filter_create('x', 'dates', 'd', 100)$$);
 SELECT pg_temp.error_of($$SELECT bloom_filter_create('accounts_email', 'accounts', 'email', 100)$$);
+CREATE VIEW accounts_view AS SELECT * FROM accounts;
+SELECT pg_temp.error_of($$SELECT bloom_filter_create('x', 'accounts_view', 'email', 100)$$);
+DROP VIEW accounts_view;
 SELECT pg_temp.error_of($$SELECT bloom_filter_rebuild('nope')$$);
 SELECT pg_temp.error_of($$SELECT bloom_filter_drop('nope')$$);
 SELECT bloom_filter_contains('nope', 'x') IS NULL AS unknown_filter_is_null;

@@ -3,6 +3,9 @@
 #   make fuzz         build each target into build/fuzz/ and run it for FUZZ_SECONDS (60)
 #   make fuzz-smoke   the same, FUZZ_SMOKE_SECONDS (30) each; part of `make test`
 #   make fuzz-corpus  regenerate the committed seed corpus in test/fuzz/corpus/
+#   make fuzz-sqlsmith  random SQL from sqlsmith (SQLSMITH_SECONDS, 60) against a throwaway
+#                     cluster holding bloom values and maintained filters, installed extension;
+#                     fails on a crashed server process (test/fuzz/sqlsmith.sh). Part of make fuzz.
 # Each run starts from test/fuzz/corpus/<target> and keeps what it finds in
 # build/fuzz/corpus/<target>. A crash, sanitizer report, leak or timeout fails the target; the
 # input is saved as build/fuzz/<target>-crash-* and the log as build/fuzz/<target>.log.
@@ -48,12 +51,16 @@ fuzz_run = status=0; \
   done; \
   exit $$status
 
-.PHONY: fuzz fuzz-smoke fuzz-build fuzz-corpus
+.PHONY: fuzz fuzz-smoke fuzz-build fuzz-corpus fuzz-sqlsmith
 
 fuzz-build: $(FUZZ_BINARIES)
 
 fuzz: $(FUZZ_BINARIES)
 	@$(call fuzz_run,$(FUZZ_SECONDS))
+	@$(MAKE) --no-print-directory fuzz-sqlsmith
+
+fuzz-sqlsmith:
+	@PG_CONFIG="$(PG_CONFIG)" test/fuzz/sqlsmith.sh
 
 fuzz-smoke: $(FUZZ_BINARIES)
 	@$(call fuzz_run,$(FUZZ_SMOKE_SECONDS))

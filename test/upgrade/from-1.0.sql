@@ -27,9 +27,60 @@ BEGIN
   END IF;
 END $$;
 
--- Step by step to the default version.
+-- Step by step to the default version, with a maintained filter made by 1.1 (a generated
+-- trigger function per filter) to be converted by 1.3.
 ALTER EXTENSION bloomfilter UPDATE TO '1.1';
+CREATE TABLE upgrade_accounts (id int PRIMARY KEY, email text);
+INSERT INTO upgrade_accounts SELECT i, 'old' || i || '@mail.com' FROM generate_series(1, 1000) i;
+DO $$ BEGIN PERFORM bloom_filter_create('upgrade_accounts_email', 'upgrade_accounts', 'email', 10000); END $$;
+INSERT INTO upgrade_accounts VALUES (1001, 'added-by-1.1@mail.com');
+-- Configuration rows 1.1 let owners write directly, which 1.3 cannot keep current: a view, a
+-- missing column. The update removes them (with a WARNING) instead of failing.
+CREATE VIEW upgrade_view AS SELECT * FROM upgrade_accounts;
+INSERT INTO bloom_filters VALUES ('upgrade_view', 'upgrade_view', 'email', 'text', 10, 0.01, 1, 10),
+                                 ('upgrade_missing', 'upgrade_accounts', 'missing', 'text', 10, 0.01, 1, 10);
+CREATE TEMP TABLE upgrade_shards_before AS
+  SELECT shard, f::bytea AS bytes FROM bloom_filter_shards WHERE name = 'upgrade_accounts_email';
+SET client_min_messages = error;
 ALTER EXTENSION bloomfilter UPDATE;
+RESET client_min_messages;
+DO $$
+BEGIN
+  IF (SELECT array_agg(name ORDER BY name) FROM bloom_filters) <> ARRAY['upgrade_accounts_email'] THEN
+    RAISE EXCEPTION 'the update kept configurations it cannot keep current';
+  END IF;
+  -- The 1.1 filter: same shards, byte for byte; its generated function and triggers are gone;
+  -- bloom_filter_maintain keeps it current.
+  IF EXISTS (SELECT 1 FROM upgrade_shards_before b LEFT JOIN bloom_filter_shards s
+               ON s.name = 'upgrade_accounts_email' AND s.shard = b.shard
+             WHERE s.f IS NULL OR s.f::bytea <> b.bytes)
+     OR (SELECT count(*) FROM bloom_filter_shards WHERE name = 'upgrade_accounts_email')
+        <> (SELECT count(*) FROM upgrade_shards_before) THEN
+    RAISE EXCEPTION 'the update changed the shards of a maintained filter';
+  END IF;
+  IF EXISTS (SELECT 1 FROM pg_proc WHERE proname ~ '^bloom_filter_[0-9a-f]{32}_add$') THEN
+    RAISE EXCEPTION 'a generated trigger function of 1.1 is left';
+  END IF;
+  IF (SELECT count(*) FROM pg_trigger WHERE tgrelid = 'upgrade_accounts'::regclass
+        AND tgfoid = 'bloom_filter_maintain()'::regprocedure) <> 2
+     OR (SELECT count(*) FROM pg_trigger WHERE tgrelid = 'upgrade_accounts'::regclass AND NOT tgisinternal) <> 2 THEN
+    RAISE EXCEPTION 'the maintained filter does not have exactly its two bloom_filter_maintain triggers';
+  END IF;
+END $$;
+INSERT INTO upgrade_accounts VALUES (1002, 'added-by-1.3@mail.com');
+UPDATE upgrade_accounts SET email = 'renamed-by-1.3@mail.com' WHERE id = 1;
+DO $$
+BEGIN
+  IF (SELECT count(*) FROM upgrade_accounts WHERE NOT bloom_filter_contains('upgrade_accounts_email', email)) <> 0 THEN
+    RAISE EXCEPTION 'the converted filter misses rows';
+  END IF;
+  IF bloom_filter_contains('upgrade_accounts_email', 'ghost@mail.com') THEN
+    RAISE EXCEPTION 'the converted filter answers wrong';
+  END IF;
+END $$;
+DO $$ BEGIN PERFORM bloom_filter_drop('upgrade_accounts_email'); END $$;
+DROP VIEW upgrade_view;
+DROP TABLE upgrade_accounts;
 DO $$
 DECLARE
   default_version text := (SELECT default_version FROM pg_available_extensions WHERE name = 'bloomfilter');
