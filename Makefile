@@ -30,6 +30,11 @@ else
 include $(PGXS)
 endif
 
+# pg_regress writes its results there but does not create it.
+installcheck: | build/regress
+build/regress:
+	@mkdir -p $@
+
 # PGXS tracks no header dependencies here: every object inlines the core's header.
 $(OBJS): src/core/bloom.hpp
 $(filter src/pg/%,$(OBJS)): src/pg/glue.hpp src/pg/compat.hpp
