@@ -10,7 +10,7 @@ OBJS = $(CORE_OBJS) src/pg/glue.o src/pg/filter_cache.o src/pg/bloom_type.o src/
        src/pg/bloom_agg.o
 DATA = bloomfilter--1.0.sql bloomfilter--1.0--1.1.sql bloomfilter--1.1--1.2.sql
 REGRESS = seed types functions aggregates storage formats errors maintained privileges
-REGRESS_OPTS = --inputdir=. --outputdir=$(CURDIR)/build/regress
+REGRESS_OPTS = --outputdir=$(CURDIR)/build/regress
 
 PG_CONFIG ?= pg_config
 PG_CXXFLAGS = -std=c++17 -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
@@ -20,6 +20,9 @@ SHLIB_LINK = -lstdc++
 override with_llvm = no
 
 EXTRA_CLEAN = build
+# Where this Makefile is: the build may run in another directory (VPATH, as Debian's pg_buildext
+# builds one directory per server version).
+SOURCE_DIR := $(dir $(firstword $(MAKEFILE_LIST)))
 
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 ifeq ($(PGXS),)
@@ -28,6 +31,10 @@ all install installcheck:
 	@echo "pg_config not found: run 'make deps' (or see README.md)" >&2; exit 1
 else
 include $(PGXS)
+endif
+
+ifdef VPATH
+$(shell mkdir -p $(sort $(dir $(OBJS))))
 endif
 
 # pg_regress writes its results there but does not create it.
@@ -39,13 +46,13 @@ build/regress:
 $(OBJS): src/core/bloom.hpp
 $(filter src/pg/%,$(OBJS)): src/pg/glue.hpp src/pg/compat.hpp
 
-.PHONY: deps demo test unit-test regress-test concurrency-test survival-test limits-test \
+.PHONY: deps demo test deb unit-test regress-test concurrency-test survival-test limits-test \
         multinode-test bench
 
 deps:
 	@test/bootstrap.sh
 
-include test/fuzz/fuzz.mk
+include $(SOURCE_DIR)test/fuzz/fuzz.mk
 
 # The core's unit tests, plain and under AddressSanitizer + UndefinedBehaviorSanitizer.
 UNIT_SOURCES = test/unit/core_test.cpp src/core/bloom.cpp
@@ -89,6 +96,11 @@ test: deps
 	$(MAKE) limits-test
 	$(MAKE) multinode-test
 
+# Debian packages (debian/, dh --with pgxs) for every installed server version, into build/deb/.
+deb:
+	@test/bootstrap.sh deb
+	test/deb.sh
+
 demo: deps
 	$(MAKE) all
 	test/install.sh
@@ -98,4 +110,4 @@ bench: deps
 	$(MAKE) all
 	test/install.sh
 	bench/run.sh
-include test/matrix.mk
+include $(SOURCE_DIR)test/matrix.mk

@@ -19,7 +19,7 @@ wanted=(
   iproute2
 )
 if [ "${1:-}" = deb ]; then
-  wanted+=(debhelper postgresql-server-dev-all dpkg-dev)
+  wanted+=(build-essential debhelper postgresql-server-dev-all dpkg-dev)
 fi
 packages=()
 for p in "${wanted[@]}"; do
