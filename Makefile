@@ -46,7 +46,7 @@ build/regress:
 $(OBJS): src/core/bloom.hpp
 $(filter src/pg/%,$(OBJS)): src/pg/glue.hpp src/pg/compat.hpp
 
-.PHONY: deps demo test deb unit-test regress-test concurrency-test survival-test limits-test \
+.PHONY: deps demo test deb dist meta-test unit-test regress-test concurrency-test survival-test limits-test \
         multinode-test bench
 
 deps:
@@ -88,6 +88,7 @@ multinode-test:
 test: deps
 	$(MAKE) all
 	test/install.sh
+	$(MAKE) meta-test
 	$(MAKE) unit-test
 	$(MAKE) fuzz-smoke
 	$(MAKE) regress-test
@@ -95,6 +96,19 @@ test: deps
 	$(MAKE) survival-test
 	$(MAKE) limits-test
 	$(MAKE) multinode-test
+
+# META.json against the PGXN meta spec and the project's version; the checker's own self-test.
+meta-test:
+	python3 $(SOURCE_DIR)test/meta/check_meta.py $(SOURCE_DIR)META.json
+	python3 $(SOURCE_DIR)test/meta/check_meta.py --self-test $(SOURCE_DIR)META.json
+
+# The PGXN release archive, build/bloomfilter-<version>.zip, of the committed tree (git archive).
+DIST_VERSION = $(shell python3 -c 'import json; print(json.load(open("$(SOURCE_DIR)META.json"))["version"])')
+dist: meta-test
+	@git diff --quiet HEAD || echo "make dist: uncommitted changes are not in the archive" >&2
+	@mkdir -p build
+	git archive --format=zip --prefix=bloomfilter-$(DIST_VERSION)/ -o build/bloomfilter-$(DIST_VERSION).zip HEAD
+	@echo "built build/bloomfilter-$(DIST_VERSION).zip"
 
 # Debian packages (debian/, dh --with pgxs) for every installed server version, into build/deb/.
 deb:
