@@ -27,18 +27,21 @@ for p in "${wanted[@]}"; do
 done
 [ ${#packages[@]} -eq 0 ] && exit 0
 
+command="apt-get update && apt-get install -y --no-install-recommends ${packages[*]}"
+if [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null; then
+  echo "missing packages: ${packages[*]}" >&2
+  echo "no sudo here; run this, with root's password: su -c '$command'" >&2
+  exit 1
+fi
 echo "installing: ${packages[*]}"
 rc=0
 as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive \
   apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null || rc=$?
 if [ "$rc" -ne 0 ]; then
-  command="apt-get update && apt-get install -y --no-install-recommends ${packages[*]}"
   if [ "$(id -u)" -eq 0 ]; then
     echo "could not install them; run: $command" >&2
-  elif command -v sudo >/dev/null; then
-    echo "could not install them; run: sudo sh -c '$command'" >&2
   else
-    echo "could not install them (no sudo); run, with root's password: su -c '$command'" >&2
+    echo "could not install them; run: sudo sh -c '$command'" >&2
   fi
   exit 1
 fi
