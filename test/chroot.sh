@@ -11,13 +11,15 @@ CHROOT_ROOTS=()    # roots whose system directories were mounted
 
 chroot_die() { echo "${0##*/}: $*" >&2; exit 1; }
 
-# The Debian mirror this machine's apt uses (one-line and deb822 sources).
+# The Debian mirror: $BLOOM_DEBIAN_MIRROR, else the one this machine's apt uses (one-line and
+# deb822 sources).
 debian_mirror() {
-  local uri
-  uri=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null |
+  local uri=${BLOOM_DEBIAN_MIRROR:-}
+  [ -n "$uri" ] || uri=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null |
         sed -nE 's/^[[:space:]]*(URIs:|deb)[[:space:]]+(\[[^]]*\][[:space:]]+)?//p' | tr -s '[:space:]' '\n' |
         grep -E '^https?://[^[:space:]]+/debian/?$' | head -n 1 || true)
-  echo "${uri:-http://deb.debian.org/debian}"
+  [ -n "$uri" ] || chroot_die "no Debian mirror in this machine's apt sources; set BLOOM_DEBIAN_MIRROR"
+  echo "$uri"
 }
 
 # Makes DIR with debootstrap (minbase, plus the packages named) when it does not exist yet. The
