@@ -12,7 +12,7 @@ DATA = bloomfilter--1.0.sql bloomfilter--1.0--1.1.sql bloomfilter--1.1--1.2.sql 
        bloomfilter--1.2--1.3.sql bloomfilter--1.3.sql
 REGRESS = seed types functions aggregates aggregate_nulls aggregate_memory storage formats errors \
           maintained privileges security
-REGRESS_OPTS = --inputdir=. --outputdir=$(CURDIR)/build/regress
+REGRESS_OPTS = --outputdir=$(CURDIR)/build/regress
 
 PG_CONFIG ?= pg_config
 PG_CXXFLAGS = -std=c++17 -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
@@ -22,6 +22,9 @@ SHLIB_LINK = -lstdc++
 override with_llvm = no
 
 EXTRA_CLEAN = build
+# Where this Makefile is: the build may run in another directory (VPATH, as Debian's pg_buildext
+# builds one directory per server version).
+SOURCE_DIR := $(dir $(firstword $(MAKEFILE_LIST)))
 
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 ifeq ($(PGXS),)
@@ -32,17 +35,26 @@ else
 include $(PGXS)
 endif
 
+ifdef VPATH
+$(shell mkdir -p $(sort $(dir $(OBJS))))
+endif
+
+# pg_regress writes its results there but does not create it.
+installcheck: | build/regress
+build/regress:
+	@mkdir -p $@
+
 # PGXS tracks no header dependencies here: every object inlines the core's header.
 $(OBJS): src/core/bloom.hpp
 $(filter src/pg/%,$(OBJS)): src/pg/glue.hpp src/pg/compat.hpp
 
-.PHONY: deps demo test unit-test regress-test concurrency-test survival-test limits-test \
+.PHONY: deps demo test deb dist meta-test unit-test regress-test concurrency-test survival-test limits-test \
         multinode-test bench
 
 deps:
 	@test/bootstrap.sh
 
-include test/fuzz/fuzz.mk
+include $(SOURCE_DIR)test/fuzz/fuzz.mk
 
 # The core's unit tests, plain and under AddressSanitizer + UndefinedBehaviorSanitizer.
 UNIT_SOURCES = test/unit/core_test.cpp src/core/bloom.cpp
@@ -78,6 +90,7 @@ multinode-test:
 test: deps
 	$(MAKE) all
 	test/install.sh
+	$(MAKE) meta-test
 	$(MAKE) unit-test
 	$(MAKE) fuzz-smoke
 	$(MAKE) regress-test
@@ -85,6 +98,24 @@ test: deps
 	$(MAKE) survival-test
 	$(MAKE) limits-test
 	$(MAKE) multinode-test
+
+# META.json against the PGXN meta spec and the project's version; the checker's own self-test.
+meta-test:
+	python3 $(SOURCE_DIR)test/meta/check_meta.py $(SOURCE_DIR)META.json
+	python3 $(SOURCE_DIR)test/meta/check_meta.py --self-test $(SOURCE_DIR)META.json
+
+# The PGXN release archive, build/bloomfilter-<version>.zip, of the committed tree (git archive).
+DIST_VERSION = $(shell python3 -c 'import json; print(json.load(open("$(SOURCE_DIR)META.json"))["version"])')
+dist: meta-test
+	@git diff --quiet HEAD || echo "make dist: uncommitted changes are not in the archive" >&2
+	@mkdir -p build
+	git archive --format=zip --prefix=bloomfilter-$(DIST_VERSION)/ -o build/bloomfilter-$(DIST_VERSION).zip HEAD
+	@echo "built build/bloomfilter-$(DIST_VERSION).zip"
+
+# Debian packages (debian/, dh --with pgxs) for every installed server version, into build/deb/.
+deb:
+	@test/bootstrap.sh deb
+	test/deb.sh
 
 demo: deps
 	$(MAKE) all
@@ -95,4 +126,4 @@ bench: deps
 	$(MAKE) all
 	test/install.sh
 	bench/run.sh
-include test/matrix.mk
+include $(SOURCE_DIR)test/matrix.mk

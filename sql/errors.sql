@@ -61,7 +61,11 @@ SELECT pg_temp.error_of($$SELECT overlay(b PLACING '\xffffffffffffffff' FROM 29)
 SELECT pg_temp.error_of($$SELECT overlay(b PLACING '\xff' FROM 300)::bloom FROM good$$);
 
 -- Malformed binary input (binary COPY): 22P03.
-COPY (SELECT overlay(b PLACING '\x00' FROM 1) FROM good) TO '/tmp/bloomfilter_regress_errors.copy' WITH (FORMAT binary);
+-- (A file in the server's data directory, named after this backend, removed afterwards.)
+SELECT current_setting('data_directory') || '/bloomfilter_regress_errors_' || pg_backend_pid() || '.copy' AS copy_file \gset
+COPY (SELECT overlay(b PLACING '\x00' FROM 1) FROM good) TO :'copy_file' WITH (FORMAT binary);
 CREATE TEMP TABLE target (f bloom);
-SELECT pg_temp.error_of($$COPY target FROM '/tmp/bloomfilter_regress_errors.copy' WITH (FORMAT binary)$$);
+SELECT pg_temp.error_of(format('COPY target FROM %L WITH (FORMAT binary)', :'copy_file'));
 SELECT count(*) AS rows_loaded FROM target;
+SELECT 'rm -f -- ' || :'copy_file' AS remove_file \gset
+COPY (SELECT) TO PROGRAM :'remove_file';

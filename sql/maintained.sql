@@ -112,7 +112,9 @@ CREATE TABLE users_signup (id bigserial PRIMARY KEY, email text NOT NULL UNIQUE)
 ALTER TABLE users RENAME TO users_seed;
 ALTER TABLE users_signup RENAME TO users;
 INSERT INTO users (email) VALUES ('taken@mail.com');
-\i test/examples/signup.sql
+-- From the source tree, wherever the suite runs (pg_regress sets PG_ABS_SRCDIR).
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/test/examples/signup.sql
 CALL sign_up('fresh@mail.com');
 CALL sign_up_single('fresh-single@mail.com');
 CALL sign_up_sharded('fresh-sharded@mail.com');

@@ -1,5 +1,7 @@
 -- A trusted extension: a database owner installs and uses it without superuser rights, and the
 -- maintained filters of one role's table cannot be read or changed by roles without rights on it.
+-- The roles act through SET SESSION AUTHORIZATION, not new connections, so the test needs no
+-- password or trust authentication for them (a packaged cluster's peer authentication works).
 \set original_database :DBNAME
 SET client_min_messages = warning;
 DROP DATABASE IF EXISTS regress_bloom_privileges;
@@ -12,7 +14,8 @@ CREATE ROLE regress_bloom_app LOGIN;
 CREATE ROLE regress_bloom_other LOGIN;
 CREATE DATABASE regress_bloom_privileges OWNER regress_bloom_owner;
 
-\c regress_bloom_privileges regress_bloom_owner
+\c regress_bloom_privileges
+SET SESSION AUTHORIZATION regress_bloom_owner;
 SELECT rolsuper FROM pg_roles WHERE rolname = current_user;
 CREATE EXTENSION bloomfilter;
 SELECT extversion, pg_get_userbyid(extowner) AS owner FROM pg_extension WHERE extname = 'bloomfilter';
@@ -24,7 +27,7 @@ GRANT SELECT, INSERT ON users TO regress_bloom_app;
 GRANT USAGE ON SEQUENCE users_id_seq TO regress_bloom_app;
 
 -- The application role signs users up: the trigger adds as the table's owner.
-\c - regress_bloom_app
+SET SESSION AUTHORIZATION regress_bloom_app;
 INSERT INTO users (email) VALUES ('app@mail.com');
 SELECT bloom_filter_contains('users_email', 'app@mail.com') AS app_added,
        bloom_filter_contains('users_email', 'user7@mail.com') AS user7;
@@ -36,13 +39,13 @@ SELECT bloom_filter_drop('users_email');
 SELECT bloom_filter_rebuild('users_email');
 
 -- A role without rights on the table sees no filter at all.
-\c - regress_bloom_other
+SET SESSION AUTHORIZATION regress_bloom_other;
 SELECT count(*) AS visible_filters FROM bloom_filters;
 SELECT bloom_filter_contains('users_email', 'app@mail.com') AS other_sees;
 SELECT bloom_filter_create('users_email_copy', 'users', 'email', 100);
 
 -- The functions do not depend on the caller's search_path.
-\c - regress_bloom_owner
+SET SESSION AUTHORIZATION regress_bloom_owner;
 SET search_path = pg_temp;
 INSERT INTO public.users (email) VALUES ('late@mail.com');
 SELECT public.bloom_filter_contains('users_email', 'late@mail.com') AS found_with_empty_search_path;
@@ -52,7 +55,7 @@ RESET search_path;
 SELECT bloom_filter_drop('users_email');
 DROP EXTENSION bloomfilter;
 
-\c :original_database postgres
+\c :original_database
 DROP DATABASE regress_bloom_privileges;
 DROP ROLE regress_bloom_owner;
 DROP ROLE regress_bloom_app;

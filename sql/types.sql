@@ -21,19 +21,24 @@ SELECT id, f::bytea::bloom = f AS bytea_round_trip,
        bloom_from_bytea(f::bytea) = f AS from_bytea
 FROM t ORDER BY id;
 
--- Binary send/receive, through binary COPY.
-COPY t TO '/tmp/bloomfilter_regress_types.copy' WITH (FORMAT binary);
+-- Binary send/receive, through binary COPY. The files go in the server's data directory, the one
+-- place it may always write, named after this backend, and are removed at the end.
+SELECT current_setting('data_directory') || '/bloomfilter_regress_types_' || pg_backend_pid() AS copy_file \gset
+SELECT :'copy_file' || '.copy' AS binary_file, :'copy_file' || '.txt' AS text_file \gset
+COPY t TO :'binary_file' WITH (FORMAT binary);
 CREATE TEMP TABLE t_copy (id int, f bloom);
-COPY t_copy FROM '/tmp/bloomfilter_regress_types.copy' WITH (FORMAT binary);
+COPY t_copy FROM :'binary_file' WITH (FORMAT binary);
 SELECT t.id, t.f = c.f AS binary_copy_round_trip,
        bloom_contains(c.f, 'a@mail.com') AS a, bloom_contains(c.f, 'c@mail.com') AS c
 FROM t JOIN t_copy c USING (id) ORDER BY t.id;
 
 -- Text COPY round trip.
-COPY t TO '/tmp/bloomfilter_regress_types.txt';
+COPY t TO :'text_file';
 TRUNCATE t_copy;
-COPY t_copy FROM '/tmp/bloomfilter_regress_types.txt';
+COPY t_copy FROM :'text_file';
 SELECT t.id, t.f = c.f AS text_copy_round_trip FROM t JOIN t_copy c USING (id) ORDER BY t.id;
+SELECT 'rm -f -- ' || :'binary_file' || ' ' || :'text_file' AS remove_files \gset
+COPY (SELECT) TO PROGRAM :'remove_files';
 
 -- Casts and storage as declared.
 SELECT castsource::regtype, casttarget::regtype, castmethod, castcontext

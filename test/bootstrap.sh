@@ -1,23 +1,47 @@
 #!/usr/bin/env bash
-# Installs what building and testing need on Debian, when missing: apt-get when run as root,
-# otherwise prints the command to run.
+# Installs the Debian packages the make targets use, when missing: with apt-get as root, through
+# sudo otherwise; with neither, prints one command to paste into a root shell.
+#   test/bootstrap.sh        building, testing, the demo and the benchmarks
+#   test/bootstrap.sh deb    also building Debian packages (make deb)
 set -euo pipefail
+cd "$(dirname "$0")/.."
+. test/as_root.sh
 PG_MAJOR=${PG_MAJOR:-15}
+wanted=(
+  make g++ "postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR" "postgresql-client-$PG_MAJOR"
+  libxxhash-dev            # the core's hash
+  libgtest-dev             # unit tests
+  clang-14 libclang-rt-14-dev  # sanitizers and libFuzzer
+  libbenchmark-dev libssl-dev  # make bench
+  python3                  # free ports and arithmetic in the test scripts
+  procps                   # pgrep, ps (survival test, matrix)
+  bsdextrautils            # column (multinode test, benchmarks)
+  iproute2
+)
+if [ "${1:-}" = deb ]; then
+  wanted+=(build-essential debhelper postgresql-server-dev-all dpkg-dev)
+fi
 packages=()
-need() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed' || packages+=("$1"); }
-for p in make g++ "postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR" postgresql-client-$PG_MAJOR \
-         libxxhash-dev libgtest-dev libbenchmark-dev libssl-dev clang-14 libclang-rt-14-dev \
-         python3 iproute2; do
-  need "$p"
+for p in "${wanted[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || packages+=("$p")
 done
 [ ${#packages[@]} -eq 0 ] && exit 0
-cmd="apt-get update && apt-get install -y --no-install-recommends ${packages[*]}"
-if [ "$(id -u)" -eq 0 ]; then
-  echo "installing: ${packages[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${packages[@]}"
-else
+
+command="apt-get update && apt-get install -y --no-install-recommends ${packages[*]}"
+if [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null; then
   echo "missing packages: ${packages[*]}" >&2
-  echo "run as root: $cmd" >&2
+  echo "no sudo here; run this, with root's password: su -c '$command'" >&2
+  exit 1
+fi
+echo "installing: ${packages[*]}"
+rc=0
+as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive \
+  apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null || rc=$?
+if [ "$rc" -ne 0 ]; then
+  if [ "$(id -u)" -eq 0 ]; then
+    echo "could not install them; run: $command" >&2
+  else
+    echo "could not install them; run: sudo sh -c '$command'" >&2
+  fi
   exit 1
 fi

@@ -5,11 +5,18 @@
 PG_CONFIG=${PG_CONFIG:-pg_config}
 PG_BIN=$($PG_CONFIG --bindir)
 BLOOM_TEST_USER=${BLOOM_TEST_USER:-postgres}
-CLUSTER_ROOT=${CLUSTER_ROOT:-$(mktemp -d /tmp/bloomfilter-test.XXXXXX)}
+# CLUSTER_ROOT: the directory the clusters go in; a new one under $TMPDIR (removed afterwards with
+# all it holds) unless given.
+if [ -z "${CLUSTER_ROOT:-}" ]; then
+  CLUSTER_ROOT=$(mktemp -d -t bloomfilter-test.XXXXXX)
+  CLUSTER_ROOT_MADE=1
+fi
 chmod 755 "$CLUSTER_ROOT"
 
+# From a directory the server user can enter: the caller's (a home under /root, say) may not be,
+# and initdb, pg_ctl and the server would warn that they could not change back to it.
 as_server_user() {
-  if [ "$(id -u)" -eq 0 ]; then runuser -u "$BLOOM_TEST_USER" -- "$@"; else "$@"; fi
+  if [ "$(id -u)" -eq 0 ]; then (cd "$CLUSTER_ROOT" && runuser -u "$BLOOM_TEST_USER" -- "$@"); else "$@"; fi
 }
 
 free_port() {
@@ -47,6 +54,6 @@ cluster_stop() {
 
 cluster_cleanup_all() {
   local d
-  for d in "$CLUSTER_ROOT"/*/; do [ -d "$d" ] && cluster_stop "$(basename "$d")"; done
-  rmdir "$CLUSTER_ROOT" 2>/dev/null || true
+  for d in "$CLUSTER_ROOT"/*/; do [ -d "$d/data" ] && cluster_stop "$(basename "$d")"; done
+  if [ -n "${CLUSTER_ROOT_MADE:-}" ]; then rm -rf "$CLUSTER_ROOT"; else rmdir "$CLUSTER_ROOT" 2>/dev/null || true; fi
 }

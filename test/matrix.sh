@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# Builds the extension and runs the whole pg_regress suite against several PostgreSQL versions,
-# then checks that filters move between them byte for byte.
+# Builds Debian packages of the extension and runs the whole pg_regress suite against several
+# PostgreSQL versions, then checks that filters move between them byte for byte.
 #   test/matrix.sh [VERSION ...]      default: 15 17 18; run as root
 #   BLOOM_MATRIX_KEEP=DIR test/matrix.sh   also keep the logs, dumps and fingerprints in DIR
 #
-# 15 is this machine's (Debian bookworm); 17 runs in a minimal Debian trixie root and 18 in a
-# minimal Debian sid root, each made once with debootstrap into $BLOOM_MATRIX_CACHE (default
-# /var/cache/bloomfilter-matrix) and reused. For each version: copy this tree in, build it with
-# that version's pg_config (any compiler warning fails the build), install it, start a throwaway
-# cluster as the postgres user (Unix socket only, no TCP port) and run `make installcheck`.
+# Each version runs in a minimal Debian root with that version's packages: 15 in bookworm, 17 in
+# trixie, 18 in sid, each made once with debootstrap into $BLOOM_MATRIX_CACHE (default
+# /var/cache/bloomfilter-matrix) and reused (missing packages are added). For each version: copy
+# this tree in, build it with that version's pg_config (any compiler warning fails the build),
+# build the package postgresql-VERSION-bloomfilter with dpkg-buildpackage (test/deb.sh: its own
+# run of the suite included), install the .deb with apt-get, start a throwaway cluster as the
+# postgres user (Unix socket only, no TCP port) and run `make installcheck` against the installed
+# package.
 # Then the byte format check: every version builds the same filters from the same SQL, dumps them
 # (pg_dump, binary COPY, text COPY), and every other version loads them and must see the same
 # bytes (md5 of f::bytea and f::text), the same bloom_info and the same bloom_contains answers.
@@ -19,40 +22,26 @@ cd "$(dirname "$0")/.."
 SOURCE=$PWD
 CACHE=${BLOOM_MATRIX_CACHE:-/var/cache/bloomfilter-matrix}
 if [ $# -gt 0 ]; then VERSIONS=("$@"); else VERSIONS=(15 17 18); fi
-HOST_VERSION=15
 STARTED_AT=$(date +%s)
+# shellcheck source=chroot.sh
+. test/chroot.sh
 
 die() { echo "matrix: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "needs root (debootstrap, chroot and mount); run: sudo make test-matrix"
 
-# The Debian suite whose packages provide a version; empty for this machine's own.
+# The Debian suite whose packages provide a version.
 suite_of() {
   case $1 in
-    "$HOST_VERSION") echo "" ;;
+    15) echo bookworm ;;
     17) echo trixie ;;
     18) echo sid ;;
-    *) die "no Debian suite known for PostgreSQL $1 (known: $HOST_VERSION 17 18)" ;;
+    *) die "no Debian suite known for PostgreSQL $1 (known: 15 17 18)" ;;
   esac
 }
-root_of() {
-  local suite; suite=$(suite_of "$1")
-  if [ -z "$suite" ]; then echo /; else echo "$CACHE/$suite-postgresql-$1"; fi
-}
-where_of() {
-  local suite; suite=$(suite_of "$1")
-  if [ -z "$suite" ]; then echo "this machine"; else echo "Debian $suite root"; fi
-}
+root_of() { echo "$CACHE/$(suite_of "$1")-postgresql-$1"; }
+where_of() { echo "Debian $(suite_of "$1") root"; }
 pg_config_of() { echo "/usr/lib/postgresql/$1/bin/pg_config"; }
 port_of() { echo $((54000 + $1)); }
-
-# The Debian mirror this machine's apt uses (one-line and deb822 sources).
-debian_mirror() {
-  local uri
-  uri=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null |
-        sed -nE 's/^[[:space:]]*(URIs:|deb)[[:space:]]+(\[[^]]*\][[:space:]]+)?//p' | tr -s '[:space:]' '\n' |
-        grep -E '^https?://[^[:space:]]+/debian/?$' | head -n 1 || true)
-  echo "${uri:-http://deb.debian.org/debian}"
-}
 
 for v in "${VERSIONS[@]}"; do suite_of "$v" >/dev/null; done
 
@@ -69,7 +58,6 @@ chmod 755 "$WORK"
 EXCHANGE=$WORK/exchange   # dumps and fingerprints, seen at the same path by every version
 LOGS=$WORK/logs
 mkdir -p "$EXCHANGE" "$LOGS"
-MOUNTS=()     # mount points, in the order they were mounted
 STARTED=()    # versions whose cluster may be running
 ROOTS=()      # roots this run used
 
@@ -109,18 +97,8 @@ cleanup() {
   [ -n "$LONG_PID" ] && kill_tree "$LONG_PID"
   for v in "${STARTED[@]}"; do stop_cluster "$v"; done
   # Anything still running inside a root this run used was started by this run (the lock).
+  chroot_cleanup
   for root in "${ROOTS[@]}"; do
-    [ "$root" = / ] && continue
-    for pid in /proc/[0-9]*; do
-      [ "$(readlink "$pid/root" 2>/dev/null)" = "$root" ] && kill -KILL "${pid#/proc/}" 2>/dev/null
-    done
-  done
-  for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do
-    umount "${MOUNTS[i]}" 2>/dev/null || umount -l "${MOUNTS[i]}" 2>/dev/null ||
-      echo "matrix: could not unmount ${MOUNTS[i]}" >&2
-  done
-  for root in "${ROOTS[@]}"; do
-    [ "$root" = / ] && continue
     left=$(awk -v p="$root$WORK" 'index($2, p) == 1' /proc/self/mounts)
     if [ -z "$left" ]; then rm -rf "${root:?}$WORK"; else echo "matrix: still mounted: $left" >&2; fi
   done
@@ -152,80 +130,45 @@ as_postgres() {
   chroot --userspec=postgres:postgres "$(root_of "$v")" /usr/bin/env -i $(env_of "$v") "$@"
 }
 
-packages_of() { echo "postgresql-$1 postgresql-server-dev-$1 libxxhash-dev make g++"; }
-
-# This machine's packages, installed when missing.
-ensure_host() {
-  local v=$1 missing=() p
-  for p in $(packages_of "$v"); do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-  done
-  [ ${#missing[@]} -eq 0 ] && return 0
-  echo "matrix: installing ${missing[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# What building, packaging and testing need inside a version's root.
+packages_of() {
+  echo "postgresql-$1 postgresql-server-dev-$1 libxxhash-dev make g++ build-essential debhelper"
+  echo "postgresql-server-dev-all dpkg-dev"
 }
 
-# A version's root, made with debootstrap when the cache does not have it yet.
+# A version's root, made with debootstrap when the cache does not have it yet; packages missing
+# from an older root are added.
 ensure_root() {
-  local v=$1 suite root mirror partial
+  local v=$1 suite root missing=() p
   suite=$(suite_of "$v")
   root=$(root_of "$v")
-  [ -x "$root$(pg_config_of "$v")" ] && return 0
-  command -v debootstrap >/dev/null || {
-    echo "matrix: installing debootstrap"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
-  }
-  mirror=$(debian_mirror)
-  partial=$root.partial
-  if awk -v p="$partial" 'index($2, p) == 1' /proc/self/mounts | grep -q .; then
-    die "$partial has something mounted below it; unmount it first"
-  fi
-  rm -rf "$partial"
-  echo "matrix: making the Debian $suite root for PostgreSQL $v from $mirror (once; log: $CACHE/$suite.log)"
-  if ! debootstrap --variant=minbase \
-         --include="$(packages_of "$v" | tr ' ' ',')" "$suite" "$partial" "$mirror" \
-         >"$CACHE/$suite.log" 2>&1; then
-    tail -n 20 "$CACHE/$suite.log" >&2
-    die "debootstrap of $suite failed"
-  fi
-  mv "$partial" "$root"
+  # shellcheck disable=SC2046
+  chroot_make_root "$suite" "$root" "$CACHE/$suite.log" $(packages_of "$v")
+  for p in $(packages_of "$v"); do
+    chroot "$root" dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "matrix: installing ${missing[*]} in the Debian $suite root"
+  chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
+    sh -c "apt-get update -qq && apt-get install -y -qq --no-install-recommends ${missing[*]}" >/dev/null
 }
 
-mount_once() { # type-or-bind source target
-  local kind=$1 source=$2 target=$3
-  mkdir -p "$target"
-  if [ "$kind" = bind ]; then
-    mount --bind "$source" "$target" || die "cannot bind-mount $source on $target"
-  else
-    mount -t "$kind" -o "${4:-defaults}" "$source" "$target" || die "cannot mount $kind on $target"
-  fi
-  MOUNTS+=("$target")
-}
-
-# Makes a version's environment ready: packages or root, mounts, the exchange directory.
+# Makes a version's environment ready: the root, its mounts, the exchange directory.
 prepare() {
   local v=$1 root
   root=$(root_of "$v")
   ROOTS+=("$root")
-  if [ "$root" = / ]; then
-    ensure_host "$v"
-    return 0
-  fi
   ensure_root "$v"
-  mount_once proc proc "$root/proc"
-  [ -c "$root/dev/null" ] || mount_once bind /dev "$root/dev"
-  mount_once tmpfs shm "$root/dev/shm" mode=1777
+  chroot_mount_system "$root"
   mkdir -p "$root$WORK"
   chmod 755 "$root$WORK"
-  mount_once bind "$EXCHANGE" "$root$EXCHANGE"
+  chroot_mount bind "$EXCHANGE" "$root$EXCHANGE"
 }
 
 # Copies this tree (without build products) into the version's root and builds and installs it.
 # Sets BUILD_RESULT.
 build() {
-  local v=$1 root src log warnings
+  local v=$1 root src log warnings debs
   root=$(root_of "$v")
   src=$WORK/src-$v
   log=$LOGS/build-$v.log
@@ -243,12 +186,20 @@ build() {
     BUILD_RESULT="FAILED, $warnings warning(s)"
     return 1
   fi
-  if ! in_env "$v" make -C "$src" -s install PG_CONFIG="$(pg_config_of "$v")" >>"$log" 2>&1; then
-    tail -n 20 "$log"
-    BUILD_RESULT="FAILED: install"
+  # The package, built (and its suite run) by dpkg-buildpackage, then installed.
+  if ! long in_env "$v" "$src/test/deb.sh" >>"$log" 2>&1; then
+    tail -n 40 "$log"
+    BUILD_RESULT="FAILED: package"
     return 1
   fi
-  BUILD_RESULT="ok, 0 warnings"
+  debs=("$root$src/build/deb/postgresql-$v-bloomfilter_"*.deb)
+  if ! in_env "$v" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --reinstall \
+         "${debs[0]#"$root"}" >>"$log" 2>&1; then
+    tail -n 20 "$log"
+    BUILD_RESULT="FAILED: package install"
+    return 1
+  fi
+  BUILD_RESULT="ok, 0 warnings, .deb"
 }
 
 start_cluster() {
