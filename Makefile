@@ -34,7 +34,7 @@ endif
 $(OBJS): src/core/bloom.hpp
 $(filter src/pg/%,$(OBJS)): src/pg/glue.hpp src/pg/compat.hpp
 
-.PHONY: deps demo test unit-test regress-test concurrency-test survival-test limits-test \
+.PHONY: deps demo test unit-test regress-test tap-test concurrency-test survival-test limits-test \
         multinode-test bench
 
 deps:
@@ -59,6 +59,10 @@ unit-test: build/unit_test build/unit_test_sanitized
 regress-test:
 	test/run-regress.sh
 
+# TAP tests on PostgreSQL's own framework (PostgreSQL::Test::Cluster): WAL, standby, crash.
+tap-test:
+	test/run-tap.sh
+
 # Concurrent signups (8 clients) into each way of keeping a filter current; fails on any false
 # negative.
 concurrency-test:
@@ -79,6 +83,7 @@ test: deps
 	$(MAKE) unit-test
 	$(MAKE) fuzz-smoke
 	$(MAKE) regress-test
+	$(MAKE) tap-test
 	$(MAKE) concurrency-test
 	$(MAKE) survival-test
 	$(MAKE) limits-test
