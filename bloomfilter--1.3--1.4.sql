@@ -61,6 +61,12 @@ CREATE FUNCTION bloom_index_filter(index pg_catalog.regclass) RETURNS bloom
     AS 'MODULE_PATHNAME', 'bloom_index_filter' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION bloom_index_filter(pg_catalog.regclass) IS 'the filter of a bloomfilter index as a bloom value';
 
+CREATE FUNCTION bloom_index_changes(index pg_catalog.regclass, since pg_catalog.pg_lsn,
+    OUT next_lsn pg_catalog.pg_lsn, OUT byte_offset pg_catalog.int8, OUT bytes pg_catalog.bytea)
+RETURNS SETOF record
+    AS 'MODULE_PATHNAME', 'bloom_index_changes' LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_index_changes(pg_catalog.regclass, pg_catalog.pg_lsn) IS 'the header and the pages of a bloomfilter index''s filter changed after a WAL position, and the position to ask from next time';
+
 CREATE FUNCTION bloom_index_info(index pg_catalog.regclass,
     OUT capacity pg_catalog.int8, OUT error_rate pg_catalog.float8, OUT bits pg_catalog.int8,
     OUT hashes pg_catalog.int4, OUT bytes pg_catalog.int8, OUT inserted pg_catalog.int8,

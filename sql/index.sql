@@ -43,6 +43,20 @@ FROM index_users;
 SELECT count(*) FILTER (WHERE bloom_index_contains('index_users_email', 'absent' || i)) < 100 AS few_false_positives
 FROM generate_series(1, 20000) i;
 
+-- Following changes: everything since 0/0 is the whole filter; then only the header and the
+-- page a new key changed; nothing but the header when nothing changed.
+SELECT string_agg(bytes, ''::bytea ORDER BY byte_offset) = bloom_index_filter('index_users_email')::bytea AS all_pages,
+       count(DISTINCT next_lsn) AS one_next_lsn
+FROM bloom_index_changes('index_users_email', '0/0');
+SELECT max(next_lsn) AS next_lsn FROM bloom_index_changes('index_users_email', '0/0') \gset
+SELECT count(*) AS rows_when_nothing_changed FROM bloom_index_changes('index_users_email', :'next_lsn');
+CREATE TEMP TABLE followed_copy AS SELECT bloom_index_filter('index_users_email')::bytea AS f;
+INSERT INTO index_users (email) VALUES ('followed@mail.com');
+SELECT byte_offset = 0 AS is_header, length(bytes) FROM bloom_index_changes('index_users_email', :'next_lsn') ORDER BY byte_offset;
+-- Applied to the copy, the changes give the filter as it is now.
+SELECT overlay(f PLACING c.bytes FROM c.byte_offset::int + 1) = bloom_index_filter('index_users_email')::bytea AS copy_up_to_date
+FROM followed_copy, bloom_index_changes('index_users_email', :'next_lsn') c WHERE c.byte_offset > 0;
+
 -- The planner never scans it, even with every other way off.
 SET enable_seqscan = off;
 EXPLAIN (COSTS OFF) SELECT id FROM index_users WHERE email = 'user7@mail.com';

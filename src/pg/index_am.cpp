@@ -448,6 +448,25 @@ void copy_index_bits(Relation index, uint8_t *bits) {
     }
 }
 
+void changed_pages(Relation index, XLogRecPtr since, ChangedPageUse use, void *arg) {
+    const IndexLayout &layout = index_layout(index);
+    const uint64_t bits_bytes = layout.bits_bytes();
+    uint8_t *copy = static_cast<uint8_t *>(palloc(layout.bytes_per_page));
+    for (uint32_t n = 0; n < layout.data_pages; n++) {
+        CHECK_FOR_INTERRUPTS();
+        const uint64_t begin = uint64_t(n) * layout.bytes_per_page;
+        const uint32_t length = uint32_t(Min(uint64_t(layout.bytes_per_page), bits_bytes - begin));
+        Buffer buffer = ReadBuffer(index, BlockNumber(1 + n));
+        LockBuffer(buffer, BUFFER_LOCK_SHARE);
+        Page page = checked_page(index, buffer);
+        const bool changed = PageGetLSN(page) > since;
+        if (changed) memcpy(copy, page_bits(page), length);
+        UnlockReleaseBuffer(buffer);
+        if (changed) use(arg, begin, copy, length);
+    }
+    pfree(copy);
+}
+
 }  // namespace bloomfilter
 
 extern "C" void _PG_init(void) {

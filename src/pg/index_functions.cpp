@@ -5,6 +5,8 @@
 extern "C" {
 #include "access/genam.h"
 #include "access/table.h"
+#include "access/xlog.h"
+#include "access/xlogrecovery.h"
 #include "catalog/index.h"
 #include "catalog/pg_inherits.h"
 #include "executor/executor.h"
@@ -13,6 +15,7 @@ extern "C" {
 #include "utils/acl.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
+#include "utils/pg_lsn.h"
 #include "utils/rls.h"
 }
 
@@ -26,6 +29,7 @@ PG_FUNCTION_INFO_V1(bloom_hash_int8);
 PG_FUNCTION_INFO_V1(bloom_hash_uuid);
 PG_FUNCTION_INFO_V1(bloom_index_contains);
 PG_FUNCTION_INFO_V1(bloom_index_filter);
+PG_FUNCTION_INFO_V1(bloom_index_changes);
 }
 
 namespace {
@@ -323,17 +327,71 @@ extern "C" Datum bloom_index_contains(PG_FUNCTION_ARGS) {
     PG_RETURN_BOOL(present);
 }
 
-// bloom_index_filter(index): the index's filter as a bloom value, the same byte format as the
-// type's (format version 2), so every bloom function and any reader of the format can use it.
-// `inserted` counts the keys the build added.
-extern "C" Datum bloom_index_filter(PG_FUNCTION_ARGS) {
-    Relation index = open_bloomfilter_index(PG_GETARG_OID(0));
+namespace {
+
+// An index with a filter of its own (not a partitioned one) that the caller may read.
+Relation open_filter_index(Oid index_oid, const char *function) {
+    Relation index = open_bloomfilter_index(index_oid);
     if (index->rd_rel->relkind == RELKIND_PARTITIONED_INDEX)
         ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
                         errmsg("\"%s\" is a partitioned index, which has no filter of its own",
                                RelationGetRelationName(index)),
                         errhint("Read the index of each partition.")));
-    check_may_read(index, index_check(index), "bloom_index_filter");
+    check_may_read(index, index_check(index), function);
+    return index;
+}
+
+struct ChangesOutput {
+    ReturnSetInfo *result;
+    XLogRecPtr next;
+};
+
+void emit_change(void *arg, uint64_t offset, const uint8_t *bytes, uint32_t length) {
+    const ChangesOutput *out = static_cast<const ChangesOutput *>(arg);
+    bytea *value = static_cast<bytea *>(palloc(VARHDRSZ + length));
+    SET_VARSIZE(value, VARHDRSZ + length);
+    memcpy(VARDATA(value), bytes, length);
+    Datum values[3] = {LSNGetDatum(out->next), Int64GetDatum(int64(offset)), PointerGetDatum(value)};
+    bool nulls[3] = {false, false, false};
+    tuplestore_putvalues(out->result->setResult, out->result->setDesc, values, nulls);
+    pfree(value);
+}
+
+void emit_page_change(void *arg, uint64_t begin, const uint8_t *bytes, uint32_t length) {
+    emit_change(arg, kHeaderBytes + begin, bytes, length);
+}
+
+}  // namespace
+
+// bloom_index_changes(index, since): what changed in the index's filter after WAL position
+// `since`, as rows (next_lsn, byte_offset, bytes): write `bytes` at `byte_offset` of a copy of
+// the filter's byte format to bring it up to date. The first row is always the header (offset
+// 0; parameters that differ from the copy's mean the index was rebuilt: read it whole again),
+// and next_lsn, the same on every row, is the `since` of the next call. It is taken before the
+// pages are read, so a change made while they are read is returned now or next time, never
+// lost.
+extern "C" Datum bloom_index_changes(PG_FUNCTION_ARGS) {
+    const XLogRecPtr since = PG_GETARG_LSN(1);
+    Relation index = open_filter_index(PG_GETARG_OID(0), "bloom_index_changes");
+    ChangesOutput out;
+    out.next = RecoveryInProgress() ? GetXLogReplayRecPtr(nullptr) : GetXLogInsertRecPtr();
+    InitMaterializedSRF(fcinfo, 0);
+    out.result = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
+    const IndexLayout &layout = index_layout(index);
+    uint8_t header[kHeaderBytes];
+    write_header(layout.parameters, header);
+    write_inserted(header, layout.inserted_by_build);
+    emit_change(&out, 0, header, kHeaderBytes);
+    changed_pages(index, since, emit_page_change, &out);
+    index_close(index, NoLock);
+    return (Datum)0;
+}
+
+// bloom_index_filter(index): the index's filter as a bloom value, the same byte format as the
+// type's (format version 2), so every bloom function and any reader of the format can use it.
+// `inserted` counts the keys the build added.
+extern "C" Datum bloom_index_filter(PG_FUNCTION_ARGS) {
+    Relation index = open_filter_index(PG_GETARG_OID(0), "bloom_index_filter");
     const IndexLayout &layout = index_layout(index);
     struct varlena *result = make_filter(layout.parameters);
     write_inserted(bloom_bytes(result), layout.inserted_by_build);

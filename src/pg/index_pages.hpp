@@ -87,4 +87,9 @@ bool index_contains(Relation index, KeyHash h);
 // Copies the filter's bits (bits_bytes() of them) out of the data pages.
 void copy_index_bits(Relation index, uint8_t *bits);
 
+// Calls use(arg, begin, bytes, length) for each data page changed by a WAL record past `since`,
+// with the page's bits, which begin `begin` bytes into the filter's bits.
+using ChangedPageUse = void (*)(void *arg, uint64_t begin, const uint8_t *bytes, uint32_t length);
+void changed_pages(Relation index, XLogRecPtr since, ChangedPageUse use, void *arg);
+
 }  // namespace bloomfilter
