@@ -7,11 +7,11 @@ EXTENSION = bloomfilter
 MODULE_big = bloomfilter
 CORE_OBJS = src/core/bloom.o
 OBJS = $(CORE_OBJS) src/pg/glue.o src/pg/filter_cache.o src/pg/bloom_type.o src/pg/bloom_ops.o \
-       src/pg/bloom_agg.o src/pg/maintained.o
+       src/pg/bloom_agg.o src/pg/maintained.o src/pg/index_am.o src/pg/index_functions.o
 DATA = bloomfilter--1.0.sql bloomfilter--1.0--1.1.sql bloomfilter--1.1--1.2.sql \
-       bloomfilter--1.2--1.3.sql bloomfilter--1.3.sql
+       bloomfilter--1.2--1.3.sql bloomfilter--1.3.sql bloomfilter--1.3--1.4.sql
 REGRESS = seed types functions aggregates aggregate_nulls aggregate_memory storage formats errors \
-          maintained privileges security
+          maintained privileges security index index_privileges
 REGRESS_OPTS = --outputdir=$(CURDIR)/build/regress
 
 PG_CONFIG ?= pg_config
@@ -48,7 +48,8 @@ build/regress:
 $(OBJS): src/core/bloom.hpp
 $(filter src/pg/%,$(OBJS)): src/pg/glue.hpp src/pg/compat.hpp
 
-.PHONY: deps demo test deb dist meta-test unit-test regress-test concurrency-test survival-test limits-test \
+.PHONY: deps demo test deb dist meta-test unit-test regress-test tap-test concurrency-test \
+        survival-test limits-test \
         multinode-test bench
 
 deps:
@@ -73,6 +74,10 @@ unit-test: build/unit_test build/unit_test_sanitized
 regress-test:
 	test/run-regress.sh
 
+# TAP tests on PostgreSQL's own framework (PostgreSQL::Test::Cluster): WAL, standby, crash.
+tap-test:
+	test/run-tap.sh
+
 # Concurrent signups (8 clients) into each way of keeping a filter current; fails on any false
 # negative.
 concurrency-test:
@@ -94,6 +99,7 @@ test: deps
 	$(MAKE) unit-test
 	$(MAKE) fuzz-smoke
 	$(MAKE) regress-test
+	$(MAKE) tap-test
 	$(MAKE) concurrency-test
 	$(MAKE) survival-test
 	$(MAKE) limits-test

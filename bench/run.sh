@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The benchmarks behind `make bench`, printed side by side with ratios measured in the same run:
-#   a) point lookups with pgbench: bloom_contains on a stored filter, SELECT 1, a unique-index
-#      probe, and the same probe on a table hash-partitioned into 64 partitions by id;
+#   a) point lookups with pgbench: bloom_contains on a stored filter, bloom_index_contains on a
+#      bloomfilter index (of a table, and of a table hash-partitioned into 64 partitions by id),
+#      SELECT 1, a unique-index probe, and the same probe on the partitioned table;
 #   b) a batch check of a million candidates against the stored filter, next to a join of the
 #      same shape that calls length() instead;
 #   c) builds: bloom_agg(email) and bloom_agg(email, 1000000, 0.01) next to count(email), serial
 #      and with 2 parallel workers, with the backend's peak memory;
 #   d) the C++ core's add and contains next to the seed article's algorithm (Google Benchmark);
 #   e) signups per second and WAL per signup at 8 clients: plain INSERT, a single-row filter,
-#      64 shards, the maintained filter (test/signups.sh);
+#      64 shards, the maintained filter, the bloomfilter index (test/signups.sh);
 #   f) the distributed build over three nodes against one node, and the bytes moved
 #      (test/multinode.sh --bench).
 # Then a summary: what / measured / target / PASS or MISS.
@@ -124,15 +125,17 @@ echo "transaction picks one at random), so they see the same load; a query's TPS
 echo "latency of its transactions (pgbench -l). The partitioned probe, ten times slower, would take"
 echo "most of a mixed run's time and evict the others' code and data from the CPU caches between"
 echo "transactions: it runs alone, right after."
-lookups=(bloom select1 unique partitioned row)
+lookups=(bloom index index_partitioned select1 unique partitioned row)
 declare -A lookup_label=(
   [bloom]="bloom_contains(f, email) FROM filters WHERE id = 1"
+  [index]="bloom_index_contains('users_email_bloom', email)"
+  [index_partitioned]="bloom_index_contains on the 64-partition table's index"
   [select1]="SELECT 1"
   [unique]="EXISTS (... users WHERE email = ...), unique index"
   [partitioned]="EXISTS (... users_partitioned WHERE email = ...), 64 partitions"
   [row]="f IS NOT NULL FROM filters WHERE id = 1 (yardstick: no bloom_contains)"
 )
-mixed_lookups=(bloom select1 unique row)
+mixed_lookups=(bloom index index_partitioned select1 unique row)
 # lookup_round SECONDS: the mixed pgbench run, then the partitioned probe alone; prints
 # "script TPS" for each script.
 lookup_round() {
@@ -177,6 +180,14 @@ row "a) lookup TPS / SELECT 1 TPS" "${lookup_ratio[select1]}" ">=" 0.85
 row "a) lookup TPS / unique-index probe TPS" "${lookup_ratio[unique]}" ">=" 1.0
 row "a) lookup TPS / 64-partition probe TPS" "${lookup_ratio[partitioned]}" ">=" 3
 row "a) lookup TPS / row-fetch-only TPS (yardstick)" "${lookup_ratio[row]}"
+index_select1=$(median_ratio "${lookup_runs[index]}" "${lookup_runs[select1]}")
+index_unique=$(median_ratio "${lookup_runs[index]}" "${lookup_runs[unique]}")
+index_partitioned=$(median_ratio "${lookup_runs[index_partitioned]}" "${lookup_runs[partitioned]}")
+echo "bloom_index_contains / SELECT 1: $index_select1, / unique probe: $index_unique;" \
+  "on the 64 partitions' indexes / the 64-partition probe: $index_partitioned"
+row "a) bloom_index_contains TPS / SELECT 1 TPS" "$index_select1" ">=" 0.85
+row "a) bloom_index_contains TPS / unique-index probe TPS" "$index_unique" ">=" 1.25
+row "a) bloom_index_contains, 64-partition index / 64-partition probe TPS" "$index_partitioned" ">=" 4
 
 # timed_queries ROUNDS SETTINGS LABEL=QUERY ...: in one session, one untimed run of each query,
 # then ROUNDS rounds of all of them in rotating order. Prints "LABEL milliseconds" lines, and
@@ -377,15 +388,15 @@ row "d) core add ns/op" "$(printf '%.1f' "${ns[BM_core_add]}")"
 row "d) core add speedup over the seed's" "$(ratio "${ns[BM_seed_add]}" "${ns[BM_core_add]}")"
 
 # ---------------------------------------------------------------------------------------------
-section "e) signups at 8 clients: plain INSERT, single-row filter, 64 shards, maintained filter (test/signups.sh)"
+section "e) signups at 8 clients: plain INSERT, single-row filter, 64 shards, maintained filter, bloomfilter index (test/signups.sh)"
 SIGNUP_SECONDS=${BENCH_SIGNUP_SECONDS:-10}
-test/signups.sh "$SIGNUP_SECONDS" "plain single sharded trigger maintained" | tee "$BUILD_DIR/signups.log" \
+test/signups.sh "$SIGNUP_SECONDS" "plain single sharded trigger maintained index reindex" | tee "$BUILD_DIR/signups.log" \
   || fail "test/signups.sh failed"
 declare -A signups_rate signups_wal signups_fn
 while read -r variant rate wal _ _ _ fn; do
   signups_rate[$variant]=$rate; signups_wal[$variant]=$wal; signups_fn[$variant]=$fn
-done < <(grep -E '^(plain|single|sharded|trigger|maintained) ' "$BUILD_DIR/signups.log")
-for v in plain single sharded trigger maintained; do
+done < <(grep -E '^(plain|single|sharded|trigger|maintained|index|reindex) ' "$BUILD_DIR/signups.log")
+for v in plain single sharded trigger maintained index reindex; do
   row "e) signups/s, ${v}" "${signups_rate[$v]}"
 done
 row "e) signups/s, 64 shards / single-row filter" "$(ratio "${signups_rate[sharded]}" "${signups_rate[single]}")" ">=" 3
@@ -393,13 +404,17 @@ row "e) signups/s, maintained filter (INSERT + trigger) / plain INSERT" \
   "$(ratio "${signups_rate[trigger]}" "${signups_rate[plain]}")" ">=" 0.5
 row "e) signups/s, sign_up() procedure (check + INSERT + trigger) / plain INSERT" \
   "$(ratio "${signups_rate[maintained]}" "${signups_rate[plain]}")"
+row "e) signups/s, INSERT with the bloomfilter index / plain INSERT" \
+  "$(ratio "${signups_rate[index]}" "${signups_rate[plain]}")" ">=" 0.85
+row "e) WAL bytes per signup, bloomfilter index / plain INSERT" \
+  "$(ratio "${signups_wal[index]}" "${signups_wal[plain]}")" "<=" 1.5
 row "e) WAL bytes per signup, 64 shards / single-row filter" \
   "$(ratio "${signups_wal[sharded]}" "${signups_wal[single]}")" "<=" 0.05
-for v in single sharded trigger maintained; do
+for v in plain single sharded trigger maintained index; do
   row "e) WAL bytes per signup, ${v}" "${signups_wal[$v]}"
 done
 row "e) false negatives after the concurrent runs" \
-  "$(( ${signups_fn[single]} + ${signups_fn[sharded]} + ${signups_fn[trigger]} + ${signups_fn[maintained]} ))" "<=" 0
+  "$(( ${signups_fn[single]} + ${signups_fn[sharded]} + ${signups_fn[trigger]} + ${signups_fn[maintained]} + ${signups_fn[index]} + ${signups_fn[reindex]} ))" "<=" 0
 
 section "f) one filter over three nodes (test/multinode.sh --bench)"
 : > "$BUILD_DIR/multinode.rows"

@@ -4,14 +4,16 @@
 #   test/signups.sh [seconds per variant, default 5] [variants, default "single sharded maintained"]
 # Variants: plain (INSERT, unique index only), single (procedure, one filter row), sharded
 # (procedure, 64 shard rows), trigger (INSERT; the maintained filter's trigger adds), maintained
-# (the sign_up procedure: maintained filter check, INSERT, trigger).
+# (the sign_up procedure: maintained filter check, INSERT, trigger), index (INSERT into a table
+# with a bloomfilter index), reindex (the same, the index rebuilt by REINDEX CONCURRENTLY in the
+# middle of the run).
 # Each variant gets its own database with 100,000 existing users; 1 signup in 10 is rolled back.
 # Prints per variant: signups/s, WAL bytes per signup, committed and rolled-back counts, false
 # negatives (must be 0; the script fails otherwise).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_PER_VARIANT=${1:-5}
-VARIANTS=${2:-"single sharded trigger maintained"}
+VARIANTS=${2:-"single sharded trigger maintained index reindex"}
 CLIENTS=${CLIENTS:-8}
 . test/cluster.sh
 trap cluster_cleanup_all EXIT
@@ -22,7 +24,7 @@ mkdir -p "$work"
 
 procedure_of() {
   case $1 in
-    plain) echo "" ;;
+    plain|index|reindex) echo "" ;;
     single) echo sign_up_single ;;
     sharded) echo sign_up_sharded ;;
     maintained) echo sign_up ;;
@@ -35,6 +37,7 @@ check_of() {
     single) echo "bloom_contains((SELECT f FROM email_filter WHERE id = 1), email)" ;;
     sharded) echo "bloom_contains((SELECT f FROM email_filter_shards WHERE shard = bloom_shard(email, 64)), email)" ;;
     maintained|trigger) echo "bloom_filter_contains('users_email', email)" ;;
+    index|reindex) echo "bloom_index_contains('users_email_bloom', email)" ;;
   esac
 }
 
@@ -53,6 +56,8 @@ SQL
   # Each variant pays only for its own filter.
   case $variant in
     plain) psql -X -q -d "$db" -c "SELECT bloom_filter_drop('users_email'); DROP TABLE email_filter, email_filter_shards" >/dev/null ;;
+    index|reindex) psql -X -q -d "$db" -c "SELECT bloom_filter_drop('users_email'); DROP TABLE email_filter, email_filter_shards" \
+             -c "CREATE INDEX users_email_bloom ON users USING bloomfilter (email) WITH (capacity = 1000000)" >/dev/null ;;
     single|sharded) psql -X -q -d "$db" -c "SELECT bloom_filter_drop('users_email')" >/dev/null ;;
   esac
   psql -X -q -d "$db" -c "VACUUM ANALYZE" >/dev/null
@@ -76,9 +81,18 @@ SQL
   chmod 644 "$work"/*.sql
   before=$(psql -XAt -d "$db" -c "SELECT pg_current_wal_lsn()")
   users_before=$(psql -XAt -d "$db" -c "SELECT count(*) FROM users")
+  reindex=""
+  if [ "$variant" = reindex ]; then
+    # Rebuilt while the clients sign up: writers are never blocked, and no row may be missed.
+    (sleep "$(( (SECONDS_PER_VARIANT + 1) / 2 ))" &&
+       psql -X -q -v ON_ERROR_STOP=1 -d "$db" -c "REINDEX INDEX CONCURRENTLY users_email_bloom") \
+      > "$work/reindex.log" 2>&1 &
+    reindex=$!
+  fi
   pgbench -n -h 127.0.0.1 -p "$PGPORT" -c "$CLIENTS" -j 2 -T "$SECONDS_PER_VARIANT" -M prepared \
     -f "$work/$variant-signup.sql@9" -f "$work/$variant-rollback.sql@1" "$db" > "$work/$variant.log" 2>&1 \
     || { cat "$work/$variant.log"; exit 1; }
+  if [ -n "$reindex" ] && ! wait "$reindex"; then cat "$work/reindex.log"; exit 1; fi
   if grep -qiE 'aborted|error' "$work/$variant.log"; then cat "$work/$variant.log"; exit 1; fi
   after=$(psql -XAt -d "$db" -c "SELECT pg_current_wal_lsn()")
   seconds=$(sed -n 's/.*duration: \([0-9.]*\) s.*/\1/p' "$work/$variant.log")

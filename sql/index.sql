@@ -1,0 +1,151 @@
+-- The bloomfilter index access method: building, adding, checking, expression, partial and
+-- partitioned indexes, options, errors.
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS bloomfilter;
+RESET client_min_messages;
+
+CREATE TABLE index_users (id bigserial PRIMARY KEY, email text NOT NULL, deleted_at timestamptz);
+INSERT INTO index_users (email) SELECT 'user' || i || '@mail.com' FROM generate_series(1, 20000) i;
+CREATE INDEX index_users_email ON index_users USING bloomfilter (email)
+  WITH (capacity = 50000, error_rate = 0.01);
+
+-- The article's test: user7 present, ghost absent. A string literal needs no cast.
+SELECT bloom_index_contains('index_users_email', 'user7@mail.com') AS user7,
+       bloom_index_contains('index_users_email', 'ghost@mail.com') AS ghost,
+       bloom_index_contains('index_users_email', NULL::text) AS null_value;
+
+-- The build holds exactly the bits of bloom_agg over the same rows (the header's counter too).
+SELECT bloom_index_filter('index_users_email') = (SELECT bloom_agg(email, 50000, 0.01) FROM index_users)
+  AS build_equals_bloom_agg;
+SELECT capacity, error_rate, hashes, bytes, inserted, needs_rebuild FROM bloom_index_info('index_users_email');
+
+-- Rows added after the build are found, by every way of adding them; no row is ever missing.
+INSERT INTO index_users (email) VALUES ('late@mail.com');
+COPY index_users (email) FROM stdin;
+copied@mail.com
+\.
+BEGIN;
+INSERT INTO index_users (email) VALUES ('in-transaction@mail.com');
+SELECT bloom_index_contains('index_users_email', 'in-transaction@mail.com') AS seen_in_its_transaction;
+ROLLBACK;
+UPDATE index_users SET email = 'renamed@mail.com' WHERE email = 'user1@mail.com';
+SELECT bloom_index_contains('index_users_email', 'late@mail.com') AS late,
+       bloom_index_contains('index_users_email', 'copied@mail.com') AS copied,
+       bloom_index_contains('index_users_email', 'renamed@mail.com') AS renamed;
+SELECT count(*) AS false_negatives FROM index_users WHERE NOT bloom_index_contains('index_users_email', email);
+-- After the build, the filter still equals bloom_agg over every key ever added (the rolled-back
+-- one and the old value of the updated row included), but for the counter of keys.
+SELECT substring(bloom_index_filter('index_users_email')::bytea FROM 37) =
+       substring(bloom_add(bloom_agg(email, 50000, 0.01),
+                           ARRAY['in-transaction@mail.com', 'user1@mail.com'])::bytea FROM 37) AS bits_equal
+FROM index_users;
+-- The false-positive rate of absent keys is about error_rate at capacity (less below it).
+SELECT count(*) FILTER (WHERE bloom_index_contains('index_users_email', 'absent' || i)) < 100 AS few_false_positives
+FROM generate_series(1, 20000) i;
+
+-- Following changes: everything since 0/0 is the whole filter; then only the header and the
+-- page a new key changed; nothing but the header when nothing changed.
+SELECT string_agg(bytes, ''::bytea ORDER BY byte_offset) = bloom_index_filter('index_users_email')::bytea AS all_pages,
+       count(DISTINCT next_lsn) AS one_next_lsn
+FROM bloom_index_changes('index_users_email', '0/0');
+SELECT max(next_lsn) AS next_lsn FROM bloom_index_changes('index_users_email', '0/0') \gset
+SELECT count(*) AS rows_when_nothing_changed FROM bloom_index_changes('index_users_email', :'next_lsn');
+CREATE TEMP TABLE followed_copy AS SELECT bloom_index_filter('index_users_email')::bytea AS f;
+INSERT INTO index_users (email) VALUES ('followed@mail.com');
+SELECT byte_offset = 0 AS is_header, length(bytes) FROM bloom_index_changes('index_users_email', :'next_lsn') ORDER BY byte_offset;
+-- Applied to the copy, the changes give the filter as it is now.
+SELECT overlay(f PLACING c.bytes FROM c.byte_offset::int + 1) = bloom_index_filter('index_users_email')::bytea AS copy_up_to_date
+FROM followed_copy, bloom_index_changes('index_users_email', :'next_lsn') c WHERE c.byte_offset > 0;
+
+-- The planner never scans it, even with every other way off.
+SET enable_seqscan = off;
+EXPLAIN (COSTS OFF) SELECT id FROM index_users WHERE email = 'user7@mail.com';
+RESET enable_seqscan;
+-- VACUUM removes nothing from it and keeps working.
+DELETE FROM index_users WHERE id <= 10;
+VACUUM index_users;
+SELECT bloom_index_contains('index_users_email', 'user2@mail.com') AS deleted_still_probably_present;
+
+-- Every key type, hashed as the bloom type hashes it: integers of every width as bigint.
+CREATE TABLE index_keys (s smallint, i integer, b bigint, v varchar(40), t text, d bytea, u uuid);
+INSERT INTO index_keys SELECT g, g * 1000, g::bigint * 1000000000, 'v' || g, 't' || g,
+  int8send(g), md5(g::text)::uuid FROM generate_series(1, 1000) g;
+CREATE INDEX index_keys_s ON index_keys USING bloomfilter (s) WITH (capacity = 1000);
+CREATE INDEX index_keys_i ON index_keys USING bloomfilter (i) WITH (capacity = 1000);
+CREATE INDEX index_keys_b ON index_keys USING bloomfilter (b) WITH (capacity = 1000);
+CREATE INDEX index_keys_v ON index_keys USING bloomfilter (v) WITH (capacity = 1000);
+CREATE INDEX index_keys_d ON index_keys USING bloomfilter (d) WITH (capacity = 1000);
+CREATE INDEX index_keys_u ON index_keys USING bloomfilter (u) WITH (capacity = 1000);
+SELECT bloom_index_filter('index_keys_s') = (SELECT bloom_agg(s::bigint, 1000, 0.01) FROM index_keys) AS smallint_as_bigint,
+       bloom_index_filter('index_keys_i') = (SELECT bloom_agg(i::bigint, 1000, 0.01) FROM index_keys) AS integer_as_bigint,
+       bloom_index_filter('index_keys_b') = (SELECT bloom_agg(b, 1000, 0.01) FROM index_keys) AS bigint,
+       bloom_index_filter('index_keys_v') = (SELECT bloom_agg(v::text, 1000, 0.01) FROM index_keys) AS varchar_as_text,
+       bloom_index_filter('index_keys_d') = (SELECT bloom_agg(d, 1000, 0.01) FROM index_keys) AS bytea,
+       bloom_index_filter('index_keys_u') = (SELECT bloom_agg(u, 1000, 0.01) FROM index_keys) AS uuid;
+SELECT count(*) FILTER (WHERE bloom_index_contains('index_keys_s', s::bigint) AND bloom_index_contains('index_keys_i', i::bigint)
+                          AND bloom_index_contains('index_keys_b', b) AND bloom_index_contains('index_keys_v', v::text)
+                          AND bloom_index_contains('index_keys_d', d) AND bloom_index_contains('index_keys_u', u)) AS all_found
+FROM index_keys;
+-- bloom_hash is what the operator classes hash.
+SELECT bloom_hash(7::smallint) = bloom_hash(7::bigint) AS int2, bloom_hash(7) = bloom_hash(7::bigint) AS int4,
+       bloom_hash('abc'::text) = bloom_hash('\x616263'::bytea) AS text_bytes;
+-- An integer out of the column's range is certainly absent.
+SELECT bloom_index_contains('index_keys_s', 70000) AS beyond_smallint;
+
+-- An expression index follows the table's uniqueness rule: the value goes through it.
+CREATE INDEX index_users_email_ci ON index_users USING bloomfilter (lower(email)) WITH (capacity = 50000);
+SELECT bloom_index_contains('index_users_email_ci', 'USER17@mail.com') AS upper_case_found,
+       bloom_index_contains('index_users_email_ci', 'Ghost@mail.com') AS ghost;
+SELECT bloom_index_filter('index_users_email_ci') = (SELECT bloom_agg(lower(email), 50000, 0.01) FROM index_users) AS ci_equals_agg;
+-- A partial index answers for its predicate's rows.
+UPDATE index_users SET deleted_at = now() WHERE email = 'user19@mail.com';
+CREATE INDEX index_users_live ON index_users USING bloomfilter (email) WITH (capacity = 50000) WHERE deleted_at IS NULL;
+SELECT bloom_index_contains('index_users_live', 'user18@mail.com') AS live, bloom_index_contains('index_users_live', 'user19@mail.com') AS deleted;
+
+-- A partitioned table: one index on the parent, one per partition, and a partition attached
+-- with its rows already in it.
+CREATE TABLE index_accounts (id int NOT NULL, email text NOT NULL) PARTITION BY HASH (id);
+CREATE TABLE index_accounts_0 PARTITION OF index_accounts FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+CREATE TABLE index_accounts_1 (id int NOT NULL, email text NOT NULL);
+INSERT INTO index_accounts_1 SELECT i, 'acct' || i FROM generate_series(1, 1000) i WHERE satisfies_hash_partition('index_accounts'::regclass, 2, 1, i);
+CREATE INDEX index_accounts_email ON index_accounts USING bloomfilter (email) WITH (capacity = 2000);
+INSERT INTO index_accounts SELECT i, 'acct' || i FROM generate_series(1, 1000) i WHERE satisfies_hash_partition('index_accounts'::regclass, 2, 0, i);
+SELECT count(*) FILTER (WHERE bloom_index_contains('index_accounts_email', 'acct' || i)) AS found_before_attach FROM generate_series(1, 1000) i;
+ALTER TABLE index_accounts ATTACH PARTITION index_accounts_1 FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+SELECT count(*) FILTER (WHERE bloom_index_contains('index_accounts_email', 'acct' || i)) AS found_after_attach,
+       count(*) FILTER (WHERE bloom_index_contains('index_accounts_email', 'none' || i)) < 20 AS few_false_positives
+FROM generate_series(1, 1000) i;
+SELECT bloom_index_filter('index_accounts_email');
+
+-- Resizing: a new capacity takes effect at the next build.
+ALTER INDEX index_users_email SET (capacity = 100000);
+SELECT capacity FROM bloom_index_info('index_users_email');
+REINDEX INDEX index_users_email;
+SELECT capacity, needs_rebuild FROM bloom_index_info('index_users_email');
+REINDEX INDEX CONCURRENTLY index_users_email;
+SELECT count(*) AS false_negatives_after_reindex FROM index_users WHERE NOT bloom_index_contains('index_users_email', email);
+-- Past its capacity, it says it needs a rebuild.
+CREATE INDEX index_users_small ON index_users USING bloomfilter (email) WITH (capacity = 1000);
+SELECT capacity, needs_rebuild FROM bloom_index_info('index_users_small');
+
+-- Errors, with their SQLSTATEs.
+\set VERBOSITY sqlstate
+CREATE INDEX ON index_users USING bloomfilter (email) WITH (error_rate = 0);
+CREATE INDEX ON index_users USING bloomfilter (email) WITH (error_rate = 1);
+CREATE INDEX ON index_users USING bloomfilter (email) WITH (capacity = 0);
+CREATE INDEX ON index_users USING bloomfilter (email) WITH (fill = 3);
+CREATE INDEX ON index_users USING bloomfilter (email, id);
+CREATE INDEX ON index_users USING bloomfilter (deleted_at);
+CREATE UNIQUE INDEX ON index_users USING bloomfilter (email);
+CREATE UNLOGGED TABLE index_unlogged (k text);
+CREATE INDEX ON index_unlogged USING bloomfilter (k);
+SELECT bloom_index_contains('index_users_pkey', 'x');
+SELECT bloom_index_contains('index_users', 'x');
+SELECT bloom_index_contains('index_users_email', 42);
+SELECT bloom_index_contains('index_keys_u', 'not a uuid'::text);
+CREATE INDEX index_users_two ON index_users USING bloomfilter ((email || id));
+SELECT bloom_index_contains('index_users_two', 'x');
+\set VERBOSITY default
+SELECT bloom_index_contains('index_users_pkey', 'x');
+
+DROP TABLE index_users, index_keys, index_accounts, index_unlogged;

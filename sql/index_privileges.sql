@@ -1,0 +1,68 @@
+-- Who may check a bloomfilter index: an answer reveals whether a value is in the indexed
+-- columns, so the caller needs SELECT on them, and a table with row-level security is refused
+-- unless the caller bypasses it.
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS bloomfilter;
+DROP ROLE IF EXISTS regress_bloom_index_reader;
+DROP ROLE IF EXISTS regress_bloom_index_bypass;
+RESET client_min_messages;
+CREATE ROLE regress_bloom_index_reader;
+CREATE ROLE regress_bloom_index_bypass BYPASSRLS;
+
+CREATE TABLE index_secrets (id int, email text, note text);
+INSERT INTO index_secrets SELECT i, 'user' || i || '@mail.com', 'note' || i FROM generate_series(1, 100) i;
+CREATE INDEX index_secrets_email ON index_secrets USING bloomfilter (email) WITH (capacity = 100);
+CREATE INDEX index_secrets_email_ci ON index_secrets USING bloomfilter (lower(email)) WITH (capacity = 100);
+CREATE INDEX index_secrets_live ON index_secrets USING bloomfilter (email) WITH (capacity = 100) WHERE note IS NOT NULL;
+
+\set VERBOSITY sqlstate
+-- No privilege, or SELECT on another column only: refused.
+SET ROLE regress_bloom_index_reader;
+SELECT bloom_index_contains('index_secrets_email', 'user7@mail.com');
+SELECT bloom_index_filter('index_secrets_email') IS NOT NULL;
+RESET ROLE;
+GRANT SELECT (id) ON index_secrets TO regress_bloom_index_reader;
+SET ROLE regress_bloom_index_reader;
+SELECT bloom_index_contains('index_secrets_email', 'user7@mail.com');
+RESET ROLE;
+-- SELECT on the indexed column: allowed; an expression's column counts, and so does the
+-- predicate's.
+GRANT SELECT (email) ON index_secrets TO regress_bloom_index_reader;
+SET ROLE regress_bloom_index_reader;
+SELECT bloom_index_contains('index_secrets_email', 'user7@mail.com') AS column_privilege,
+       bloom_index_contains('index_secrets_email_ci', 'USER7@mail.com') AS expression;
+SELECT bloom_index_contains('index_secrets_live', 'user7@mail.com');
+RESET ROLE;
+GRANT SELECT ON index_secrets TO regress_bloom_index_reader;
+SET ROLE regress_bloom_index_reader;
+SELECT bloom_index_contains('index_secrets_live', 'user7@mail.com') AS table_privilege;
+-- A revoke takes effect at once, in the same session.
+RESET ROLE;
+REVOKE SELECT ON index_secrets FROM regress_bloom_index_reader;
+REVOKE SELECT (id, email) ON index_secrets FROM regress_bloom_index_reader;
+SET ROLE regress_bloom_index_reader;
+SELECT bloom_index_contains('index_secrets_email', 'user7@mail.com');
+RESET ROLE;
+
+-- Row-level security: refused, even with SELECT, unless the role bypasses it.
+GRANT SELECT ON index_secrets TO regress_bloom_index_reader, regress_bloom_index_bypass;
+ALTER TABLE index_secrets ENABLE ROW LEVEL SECURITY;
+CREATE POLICY index_secrets_own ON index_secrets FOR SELECT USING (id = 1);
+SET ROLE regress_bloom_index_reader;
+SELECT count(*) AS visible_rows FROM index_secrets;
+SELECT bloom_index_contains('index_secrets_email', 'user7@mail.com');
+SELECT bloom_index_filter('index_secrets_email') IS NOT NULL;
+RESET ROLE;
+SET ROLE regress_bloom_index_bypass;
+SELECT bloom_index_contains('index_secrets_email', 'user7@mail.com') AS bypasses_rls;
+RESET ROLE;
+-- The owner (here a superuser) is not subject to it, unless it is forced.
+SELECT bloom_index_contains('index_secrets_email', 'user7@mail.com') AS owner;
+\set VERBOSITY default
+SET ROLE regress_bloom_index_reader;
+SELECT bloom_index_contains('index_secrets_email', 'user7@mail.com');
+RESET ROLE;
+
+DROP TABLE index_secrets;
+DROP ROLE regress_bloom_index_reader;
+DROP ROLE regress_bloom_index_bypass;

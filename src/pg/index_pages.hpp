@@ -1,0 +1,95 @@
+// The pages of a bloomfilter index: a metapage with the filter's header, then the filter's bits
+// laid out in order over the data pages. Shared by the access method (index_am.cpp), which
+// builds and adds, and the SQL functions that check and read an index (index_functions.cpp).
+//
+// Block 0, the metapage: IndexMeta after the page header. Blocks 1..data_pages: bytes
+// [(n - 1) * bytes_per_page, n * bytes_per_page) of the filter's bits (the byte format without
+// its header), right after the page header. bytes_per_page is a whole number of the filter's
+// blocks when a block fits in a page, so that a key's bits lie in one page; larger blocks span
+// pages of 4096 bytes each.
+#pragma once
+
+#include "glue.hpp"
+
+extern "C" {
+#include "access/generic_xlog.h"
+#include "storage/bufmgr.h"
+#include "storage/bufpage.h"
+#include "utils/rel.h"
+}
+
+namespace bloomfilter {
+
+constexpr uint32_t kIndexMagic = 0x58494c42;  // "BLIX"
+constexpr uint32_t kIndexLayoutVersion = 1;
+constexpr BlockNumber kMetaBlock = 0;
+constexpr uint16_t kIndexPageId = 0xFB10;  // in each page's special space, for page tools
+
+struct IndexPageOpaque {
+    uint16_t flags;
+    uint16_t page_id;
+};
+constexpr uint16_t kMetaPageFlag = 1;
+
+// Stored on the metapage (native byte order, like every PostgreSQL page).
+struct IndexMeta {
+    uint32_t magic;
+    uint32_t layout_version;
+    uint32_t bytes_per_page;
+    uint32_t data_pages;
+    // The byte format's header: parameters, and `inserted` counts the keys added by the build.
+    uint8_t header[kHeaderBytes];
+};
+
+// Where the filter's bytes go on a page, and how many fit.
+inline uint8_t *page_bits(Page page) {
+    return reinterpret_cast<uint8_t *>(page) + MAXALIGN(SizeOfPageHeaderData);
+}
+constexpr size_t kPageBitsRoom =
+    BLCKSZ - MAXALIGN(SizeOfPageHeaderData) - MAXALIGN(sizeof(IndexPageOpaque));
+constexpr uint32_t kSpanningSliceBytes = 4096;
+
+inline uint32_t bytes_per_page_for(const Parameters &p) {
+    const uint64_t block = p.block_bytes();
+    if (block <= kPageBitsRoom) return uint32_t((kPageBitsRoom / block) * block);
+    return kSpanningSliceBytes;
+}
+
+// The metapage's contents, checked, as kept in the index's relcache entry.
+struct IndexLayout {
+    Parameters parameters;
+    uint64_t inserted_by_build;
+    uint32_t bytes_per_page;
+    uint32_t data_pages;
+    uint64_t bits_bytes() const { return parameters.encoded_bytes() - kHeaderBytes; }
+    // Whether a block lies in one page.
+    bool blocks_in_one_page() const { return parameters.block_bytes() <= bytes_per_page; }
+    BlockNumber page_of(uint64_t byte) const { return BlockNumber(1 + byte / bytes_per_page); }
+    uint32_t offset_in_page(uint64_t byte) const { return uint32_t(byte % bytes_per_page); }
+    uint64_t block_start(KeyHash h) const {
+        return uint64_t(block_index(h.low, parameters.blocks)) * parameters.block_bytes();
+    }
+};
+
+// The index's layout, read from its metapage once and kept in rd_amcache. Raises XX001 if the
+// metapage is not a bloomfilter index's.
+const IndexLayout &index_layout(Relation index);
+
+// Whether `index` is a bloomfilter index (or a partitioned one).
+bool is_bloomfilter_index(Relation index);
+
+// The key's 64-bit hash (format version 2), by the operator class's support function 1.
+KeyHash index_key_hash(Relation index, Datum value);
+
+// Whether every bit of the key is set in the index's pages.
+bool index_contains(Relation index, KeyHash h);
+
+// Copies the filter's bits (bits_bytes() of them) out of the data pages.
+void copy_index_bits(Relation index, uint8_t *bits);
+
+// Calls use(arg, begin, bytes, length) for each data page changed by a WAL record past `since`,
+// with the page's bits, which begin `begin` bytes into the filter's bits.
+using ChangedPageUse = void (*)(void *arg, uint64_t begin, const uint8_t *bytes, uint32_t length);
+void changed_pages(Relation index, XLogRecPtr since, ChangedPageUse use, void *arg);
+
+}  // namespace bloomfilter

@@ -1,0 +1,74 @@
+# A bloomfilter index through WAL: a streaming standby holds the same filter and answers the
+# same, and after the primary is killed (SIGKILL) crash recovery loses no committed key.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+
+my $primary = PostgreSQL::Test::Cluster->new('primary');
+$primary->init(allows_streaming => 1);
+$primary->start;
+$primary->safe_psql('postgres', q{
+	CREATE EXTENSION bloomfilter;
+	CREATE TABLE users (id bigserial PRIMARY KEY, email text NOT NULL UNIQUE);
+	INSERT INTO users (email) SELECT 'user' || i || '@mail.com' FROM generate_series(1, 10000) i;
+	CREATE INDEX users_email_bloom ON users USING bloomfilter (email) WITH (capacity = 100000);
+	CREATE INDEX users_email_ci_bloom ON users USING bloomfilter (lower(email)) WITH (capacity = 100000);
+});
+$primary->backup('backup');
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($primary, 'backup', has_streaming => 1);
+$standby->start;
+
+# The filter's bytes and its false negatives over the table, on a node.
+my $filter = q{SELECT md5(bloom_index_filter('users_email_bloom')::bytea) || ' ' || md5(bloom_index_filter('users_email_ci_bloom')::bytea)};
+my $missing = q{SELECT count(*) FROM users WHERE NOT bloom_index_contains('users_email_bloom', email)
+	OR NOT bloom_index_contains('users_email_ci_bloom', upper(email))};
+
+# Rows added after the standby's base backup reach it as generic WAL records.
+$primary->safe_psql('postgres',
+	q{INSERT INTO users (email) SELECT 'late' || i || '@mail.com' FROM generate_series(1, 5000) i});
+$primary->wait_for_catchup($standby);
+is($standby->safe_psql('postgres', $filter), $primary->safe_psql('postgres', $filter),
+	'the standby holds the primary\'s filters');
+is($standby->safe_psql('postgres', $missing), '0', 'the standby finds every row');
+is($standby->safe_psql('postgres', q{SELECT bloom_index_contains('users_email_bloom', 'ghost@mail.com')}),
+	'f', 'the standby answers "absent"');
+
+# Committed and rolled-back rows, then SIGKILL: recovery replays every committed key.
+$primary->safe_psql('postgres', q{
+	INSERT INTO users (email) SELECT 'before-crash' || i || '@mail.com' FROM generate_series(1, 3000) i;
+	BEGIN;
+	INSERT INTO users (email) SELECT 'rolled-back' || i || '@mail.com' FROM generate_series(1, 100) i;
+	ROLLBACK;
+});
+$primary->kill9;
+# Its backends exit when they notice the postmaster gone; until then the old shared memory
+# is in use and a new postmaster refuses to start.
+my $started = 0;
+for (my $try = 0; $try < 600 && !$started; $try++) {
+	$started = $primary->start(fail_ok => 1);
+	next if $started;
+	usleep(100_000);
+	$primary->stop('fast', fail_ok => 1);
+}
+ok($started, 'the primary restarts after SIGKILL');
+is($primary->safe_psql('postgres', $missing), '0', 'after crash recovery every committed row is found');
+# The bits: every committed key's, and of the rolled-back keys at most theirs (their WAL need
+# not reach the disk before the crash).
+my $bits = q{substring(%s::bytea FROM 37)};
+my $committed = q{(SELECT bloom_agg(email, 100000, 0.01) FROM users)};
+my $with_rolled_back = q{(SELECT bloom_add(bloom_agg(email, 100000, 0.01),
+	(SELECT array_agg('rolled-back' || i || '@mail.com') FROM generate_series(1, 100) i)) FROM users)};
+my $index = q{bloom_index_filter('users_email_bloom')};
+is($primary->safe_psql('postgres', sprintf("SELECT $bits = $bits", "($index | $committed)", $index)),
+	't', 'after crash recovery the filter holds every committed key\'s bits');
+is($primary->safe_psql('postgres', sprintf("SELECT $bits = $bits", "($index | $with_rolled_back)", $with_rolled_back)),
+	't', 'and no bit of a key never added');
+$primary->wait_for_catchup($standby);
+is($standby->safe_psql('postgres', $filter), $primary->safe_psql('postgres', $filter),
+	'the standby follows the recovered primary');
+
+done_testing();
