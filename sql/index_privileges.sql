@@ -5,6 +5,8 @@ SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS bloomfilter;
 DROP ROLE IF EXISTS regress_bloom_index_reader;
 DROP ROLE IF EXISTS regress_bloom_index_bypass;
+DROP SCHEMA IF EXISTS regress_bloom_owned CASCADE;
+DROP ROLE IF EXISTS regress_bloom_index_owner;
 RESET client_min_messages;
 CREATE ROLE regress_bloom_index_reader;
 CREATE ROLE regress_bloom_index_bypass BYPASSRLS;
@@ -64,5 +66,26 @@ SELECT bloom_index_contains('index_secrets_email', 'user7@mail.com');
 RESET ROLE;
 
 DROP TABLE index_secrets;
+
+-- An expression index's functions are its table owner's code: a check runs them as the owner
+-- in a security-restricted operation, never with the caller's rights (here a superuser's).
+CREATE ROLE regress_bloom_index_owner;
+CREATE SCHEMA regress_bloom_owned AUTHORIZATION regress_bloom_index_owner;
+SET ROLE regress_bloom_index_owner;
+CREATE FUNCTION regress_bloom_owned.lower_noting(t text) RETURNS text LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+  RAISE NOTICE 'the expression runs as %', current_user;
+  RETURN lower(t);
+END $$;
+CREATE TABLE regress_bloom_owned.accounts (email text);
+INSERT INTO regress_bloom_owned.accounts VALUES ('User1@mail.com');
+CREATE INDEX accounts_email_ci ON regress_bloom_owned.accounts
+  USING bloomfilter (regress_bloom_owned.lower_noting(email)) WITH (capacity = 10);
+RESET ROLE;
+SELECT current_user = 'regress_bloom_index_owner' AS caller_is_owner;
+SELECT bloom_index_contains('regress_bloom_owned.accounts_email_ci', 'USER1@mail.com') AS found;
+DROP SCHEMA regress_bloom_owned CASCADE;
+
 DROP ROLE regress_bloom_index_reader;
 DROP ROLE regress_bloom_index_bypass;
+DROP ROLE regress_bloom_index_owner;

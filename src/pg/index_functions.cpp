@@ -13,6 +13,7 @@ extern "C" {
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "utils/acl.h"
+#include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/pg_lsn.h"
@@ -92,6 +93,7 @@ struct IndexCheck {
     bool expression;
     AttrNumber column;
     Oid column_type;  // of the value: the indexed column's, or the expression's column's
+    Oid heap_owner;
     IndexInfo *index_info;
     EState *estate;
     TupleTableSlot *slot;
@@ -171,6 +173,7 @@ void prepare_index_check(IndexCheck *check, Relation index) {
                                RelationGetRelationName(index))));
     check->column = AttrNumber(member + FirstLowInvalidHeapAttributeNumber);
     Relation heap = table_open(check->heap_oid, AccessShareLock);
+    check->heap_owner = heap->rd_rel->relowner;
     // A copy: the relation's own descriptor is reference-counted per transaction.
     TupleDesc descriptor = CreateTupleDescCopy(RelationGetDescr(heap));
     table_close(heap, NoLock);
@@ -300,9 +303,22 @@ extern "C" Datum bloom_index_contains(PG_FUNCTION_ARGS) {
         econtext->ecxt_scantuple = slot;
         Datum key;
         bool key_is_null;
+        // The expression's functions are the table owner's code: they run as the owner, in a
+        // security-restricted operation, as PostgreSQL runs them for REINDEX or VACUUM, never
+        // with the caller's rights.
+        Oid caller;
+        int security_context;
+        GetUserIdAndSecContext(&caller, &security_context);
+        SetUserIdAndSecContext(check->heap_owner, security_context | SECURITY_RESTRICTED_OPERATION);
+        const int guc_level = NewGUCNestLevel();
+#if PG_VERSION_NUM >= 170000
+        RestrictSearchPath();
+#endif
         MemoryContext previous = MemoryContextSwitchTo(GetPerTupleMemoryContext(check->estate));
         FormIndexDatum(check->index_info, slot, check->estate, &key, &key_is_null);
         MemoryContextSwitchTo(previous);
+        AtEOXact_GUC(false, guc_level);
+        SetUserIdAndSecContext(caller, security_context);
         if (key_is_null) {
             ResetPerTupleExprContext(check->estate);
             index_close(index, NoLock);
