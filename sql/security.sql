@@ -5,7 +5,8 @@
 -- rights attack the filter tables and the trigger function. Every attack must end in an ERROR
 -- with the SQLSTATE shown, no planted object may run as another role, and the server must not
 -- restart. Done twice: on a fresh install of the default version, and on an install of 1.1
--- (which binds the planted operators) updated to the default version.
+-- (which binds the planted operators) updated to the default version. The roles act through SET
+-- SESSION AUTHORIZATION, not new connections, so any authentication works (peer included).
 \set original_database :DBNAME
 SELECT pg_postmaster_start_time() AS start_time \gset
 SET client_min_messages = warning;
@@ -26,7 +27,8 @@ CREATE ROLE regress_bloom_reader LOGIN;
 CREATE DATABASE regress_bloom_planted OWNER regress_bloom_dbowner;
 
 -- The planted objects: each answers like the built-in it shadows, after logging who runs it.
-\c regress_bloom_planted regress_bloom_dbowner
+\c regress_bloom_planted
+SET SESSION AUTHORIZATION regress_bloom_dbowner;
 CREATE TABLE public.hijack_log (object text, run_as name, session_role name);
 GRANT SELECT, INSERT ON public.hijack_log TO PUBLIC;
 CREATE FUNCTION public.hijack_note(object text) RETURNS void LANGUAGE sql
@@ -69,13 +71,14 @@ CREATE FUNCTION public.pg_has_role(pg_catalog.oid, pg_catalog.text) RETURNS bool
   AS $$ BEGIN PERFORM public.hijack_note('pg_has_role'); RETURN true; END $$;
 SELECT count(*) AS planted_operators FROM pg_operator WHERE oprnamespace = 'public'::regnamespace;
 
-\c :original_database postgres
+\c :original_database
 CREATE DATABASE regress_bloom_security TEMPLATE regress_bloom_planted OWNER regress_bloom_dbowner;
 CREATE DATABASE regress_bloom_security_updated TEMPLATE regress_bloom_planted OWNER regress_bloom_dbowner;
 
 ---------------------------------------------------------------------------------------------
 -- 1. A fresh install by the database owner.
-\c regress_bloom_security regress_bloom_dbowner
+\c regress_bloom_security
+SET SESSION AUTHORIZATION regress_bloom_dbowner;
 CREATE EXTENSION bloomfilter;
 -- The extension's objects belong to the bootstrap superuser, not to the installing owner
 -- (extension.c runs a trusted script as the bootstrap superuser).
@@ -101,7 +104,7 @@ SELECT relname, relacl FROM pg_class WHERE relname IN ('bloom_filters', 'bloom_f
 GRANT CREATE ON DATABASE regress_bloom_security TO regress_bloom_tenant;
 
 -- A superuser's table and filter, used with the planted objects first on the search_path.
-\c - postgres
+RESET SESSION AUTHORIZATION;
 CREATE TABLE public.su_accounts (id int PRIMARY KEY, email text, n int, b bytea, u uuid);
 INSERT INTO public.su_accounts SELECT i, 'user' || i || '@mail.com', i, int4send(i), md5(i::text)::uuid FROM generate_series(1, 1000) i;
 GRANT SELECT ON public.su_accounts TO regress_bloom_reader;
@@ -127,7 +130,7 @@ SELECT name, shards, shard_capacity FROM bloom_filters ORDER BY name;
 -- 1a. Attaching the trigger function elsewhere, as a role with only CONNECT and TEMP: to a temp
 -- table whose column type has a cast to text of the attacker's (it would run as the filter's
 -- owner), and to one with a plain text column (it would add keys to another role's filter).
-\c - regress_bloom_nobody
+SET SESSION AUTHORIZATION regress_bloom_nobody;
 \set VERBOSITY sqlstate
 CREATE TYPE pg_temp.evil AS ENUM ('boom');
 CREATE FUNCTION pg_temp.evil_text(pg_temp.evil) RETURNS text LANGUAGE plpgsql
@@ -184,7 +187,7 @@ SELECT count(*) AS visible_filters FROM public.bloom_filters;
 
 -- 1d. Taking a name, a domain column, attaching the trigger to a table of one's own (with a
 -- column of the right name and type), a missing column: as a role that owns tables.
-\c - regress_bloom_tenant
+SET SESSION AUTHORIZATION regress_bloom_tenant;
 \set VERBOSITY sqlstate
 CREATE SCHEMA tenant;
 CREATE DOMAIN tenant.email_text AS text;
@@ -214,7 +217,7 @@ SELECT public.bloom_filter_contains('su_email', 'user7@mail.com') AS reads_su_em
 \set VERBOSITY default
 
 -- 1e. Names that would break out of generated code, and longer than an identifier.
-\c - postgres
+RESET SESSION AUTHORIZATION;
 SET check_function_bodies = off;
 CREATE TABLE public.odd_names (email text);
 INSERT INTO public.odd_names VALUES ('odd@mail.com');
@@ -236,12 +239,12 @@ RESET check_function_bodies;
 -- superuser or a restore can now write): every read still works, for every role.
 INSERT INTO bloom_filters VALUES ('bad_column', 'su_accounts', 'no_such_column', 'text', 10, 0.01, 1, 10),
                                  ('bad_table', 4000000000::oid::regclass, 'email', 'text', 10, 0.01, 1, 10);
-\c - regress_bloom_reader
+SET SESSION AUTHORIZATION regress_bloom_reader;
 SELECT name FROM public.bloom_filters ORDER BY name;
 SELECT public.bloom_filter_contains('su_email', 'user7@mail.com') AS reader_finds,
        public.bloom_filter_contains('bad_column', 'x') AS bad_column,
        (SELECT count(*) FROM public.bloom_filter_shards) AS visible_shards;
-\c - regress_bloom_nobody
+SET SESSION AUTHORIZATION regress_bloom_nobody;
 SELECT count(*) AS visible_filters FROM public.bloom_filters;
 -- Anyone may remove a filter whose table is gone; nobody can remove one of a live table.
 SELECT public.bloom_filter_drop('bad_table');
@@ -251,7 +254,7 @@ SELECT public.bloom_filter_drop('bad_column');
 
 -- 1g. Dropping a table forgets its filters (a sql_drop event trigger): configuration and
 -- shards go, and the name is free again.
-\c - postgres
+RESET SESSION AUTHORIZATION;
 DELETE FROM bloom_filters WHERE name = 'bad_column';
 DROP TABLE public.odd_names;
 SELECT count(*) AS odd_filters, (SELECT count(*) FROM bloom_filter_shards s WHERE NOT EXISTS (SELECT 1 FROM bloom_filters c WHERE c.name = s.name)) AS orphan_shards
@@ -266,25 +269,26 @@ SELECT bloom_filter_drop('su_email'), bloom_filter_drop('su_n'), bloom_filter_dr
 
 ---------------------------------------------------------------------------------------------
 -- 2. Installed at 1.1 (whose scripts bind some planted operators), with a filter, then updated.
-\c regress_bloom_security_updated regress_bloom_dbowner
+\c regress_bloom_security_updated
+SET SESSION AUTHORIZATION regress_bloom_dbowner;
 CREATE EXTENSION bloomfilter VERSION '1.1';
 SELECT count(*) > 0 AS bound_to_planted_at_1_1 FROM pg_depend d
 WHERE d.refclassid = 'pg_operator'::regclass::oid AND d.refobjid IN (SELECT oid FROM pg_operator WHERE oprnamespace = 'public'::regnamespace);
-\c - postgres
+RESET SESSION AUTHORIZATION;
 CREATE TABLE public.su_accounts (id int PRIMARY KEY, email text);
 INSERT INTO public.su_accounts SELECT i, 'user' || i || '@mail.com' FROM generate_series(1, 1000) i;
 SELECT bloom_filter_create('su_email', 'su_accounts', 'email', 10000);
 -- At 1.1 the superuser's own create ran planted operators as the superuser:
 SELECT count(*) > 0 AS planted_ran_as_superuser_at_1_1 FROM public.hijack_log WHERE run_as = 'postgres';
 TRUNCATE public.hijack_log;
-\c - regress_bloom_dbowner
+SET SESSION AUTHORIZATION regress_bloom_dbowner;
 ALTER EXTENSION bloomfilter UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'bloomfilter';
 SELECT count(*) AS bound_to_planted FROM pg_depend d
 WHERE d.refclassid = 'pg_operator'::regclass::oid AND d.refobjid IN (SELECT oid FROM pg_operator WHERE oprnamespace = 'public'::regnamespace);
 SELECT relname, relacl FROM pg_class WHERE relname IN ('bloom_filters', 'bloom_filter_shards') ORDER BY relname;
 SELECT count(*) AS generated_functions FROM pg_proc WHERE proname ~ '^bloom_filter_[0-9a-f]{32}_add$';
-\c - postgres
+RESET SESSION AUTHORIZATION;
 SET search_path = public, pg_catalog;
 INSERT INTO su_accounts VALUES (1001, 'new@mail.com');
 SELECT bloom_filter_contains('su_email', 'new@mail.com') AS added, bloom_filter_contains('su_email', 'user7@mail.com') AS kept;
@@ -293,7 +297,7 @@ SELECT bloom_filter_rebuild('su_email', capacity => 20000);
 SELECT bloom_filter_create('su_email_2', 'su_accounts', 'email', 100);
 SELECT bloom_filter_drop('su_email_2');
 RESET search_path;
-\c - regress_bloom_nobody
+SET SESSION AUTHORIZATION regress_bloom_nobody;
 \set VERBOSITY sqlstate
 CREATE TEMP TABLE plain_rows (email text);
 CREATE TRIGGER add_keys AFTER INSERT ON plain_rows FOR EACH ROW EXECUTE FUNCTION public.bloom_filter_maintain('su_email');
@@ -302,13 +306,13 @@ BEGIN;
 LOCK TABLE public.bloom_filter_shards IN ACCESS EXCLUSIVE MODE;
 ROLLBACK;
 \set VERBOSITY default
-\c - postgres
+RESET SESSION AUTHORIZATION;
 SELECT object, run_as, session_role FROM public.hijack_log WHERE run_as <> 'regress_bloom_dbowner' ORDER BY 1, 2, 3;
 SELECT count(*) AS planted_runs FROM public.hijack_log;
 SELECT bloom_filter_drop('su_email');
 
 ---------------------------------------------------------------------------------------------
-\c :original_database postgres
+\c :original_database
 SELECT pg_postmaster_start_time() = :'start_time' AS server_never_restarted;
 DROP DATABASE regress_bloom_security;
 DROP DATABASE regress_bloom_security_updated;
