@@ -17,6 +17,8 @@ wanted=(
   procps                   # pgrep, ps (survival test, matrix)
   bsdextrautils            # column (multinode test, benchmarks)
   iproute2
+  perl libipc-run-perl     # TAP tests (prove, PostgreSQL::Test::Cluster)
+  sqlsmith                 # make fuzz
 )
 if [ "${1:-}" = deb ]; then
   wanted+=(build-essential debhelper postgresql-server-dev-all dpkg-dev)
