@@ -48,7 +48,7 @@ build/regress:
 $(OBJS): src/core/bloom.hpp
 $(filter src/pg/%,$(OBJS)): src/pg/glue.hpp src/pg/compat.hpp
 
-.PHONY: deps demo test deb dist meta-test unit-test regress-test tap-test concurrency-test \
+.PHONY: deps demo test deb dist meta-test unit-test regress-test regress-list tap-test concurrency-test \
         survival-test limits-test \
         multinode-test bench
 
@@ -73,6 +73,10 @@ unit-test: build/unit_test build/unit_test_sanitized
 
 regress-test:
 	test/run-regress.sh
+
+# The suite's files, for the scripts that run it again (test/run-regress.sh, test/matrix.sh).
+regress-list:
+	@echo $(REGRESS)
 
 # TAP tests on PostgreSQL's own framework (PostgreSQL::Test::Cluster): WAL, standby, crash.
 tap-test:

@@ -237,7 +237,7 @@ run_suite() {
   src=$WORK/src-$v
   log=$LOGS/suite-$v.log
   mkdir -p "$root$src/build/regress"
-  total=$(sed -n 's/^REGRESS = //p' "$SOURCE/Makefile" | wc -w)
+  total=$(make -s --no-print-directory -C "$SOURCE" regress-list | wc -w)
   if long in_env "$v" make -C "$src" -s installcheck PG_CONFIG="$(pg_config_of "$v")" >"$log" 2>&1; then
     passed=$(sed -nE 's/.*All ([0-9]+) tests passed.*/\1/p' "$log")
     SUITE_RESULT="${passed:-?} of $total tests passed"

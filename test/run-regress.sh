@@ -15,7 +15,7 @@ fi
 echo "== the suite again, after CREATE EXTENSION bloomfilter VERSION '1.0' and ALTER EXTENSION UPDATE"
 createdb bloomfilter_upgrade
 psql -X -q -d bloomfilter_upgrade -f test/upgrade/from-1.0.sql
-tests=$(sed -n 's/^REGRESS = //p' Makefile)
+tests=$(make -s --no-print-directory regress-list)
 if ! "$($PG_CONFIG --pkglibdir)/pgxs/src/test/regress/pg_regress" --bindir="$PG_BIN" --inputdir=. \
      --outputdir=build/regress-upgrade --use-existing --dbname=bloomfilter_upgrade $tests; then
   [ -f build/regress-upgrade/regression.diffs ] && head -200 build/regress-upgrade/regression.diffs
