@@ -116,6 +116,21 @@ SELECT count(*) FILTER (WHERE bloom_index_contains('index_accounts_email', 'acct
        count(*) FILTER (WHERE bloom_index_contains('index_accounts_email', 'none' || i)) < 20 AS few_false_positives
 FROM generate_series(1, 1000) i;
 SELECT bloom_index_filter('index_accounts_email');
+-- An index that may miss keys answers nothing: a partitioned index some partition has no
+-- index for, until one is attached.
+CREATE INDEX index_accounts_email_only ON ONLY index_accounts USING bloomfilter (email) WITH (capacity = 2000);
+SELECT bloom_index_contains('index_accounts_email_only', 'acct1');
+CREATE INDEX index_accounts_0_email ON index_accounts_0 USING bloomfilter (email) WITH (capacity = 2000);
+CREATE INDEX index_accounts_1_email ON index_accounts_1 USING bloomfilter (email) WITH (capacity = 2000);
+ALTER INDEX index_accounts_email_only ATTACH PARTITION index_accounts_0_email;
+SELECT bloom_index_contains('index_accounts_email_only', 'acct1');
+ALTER INDEX index_accounts_email_only ATTACH PARTITION index_accounts_1_email;
+SELECT bloom_index_contains('index_accounts_email_only', 'acct1') AS valid_once_every_partition_has_one;
+-- A CREATE INDEX CONCURRENTLY that failed leaves an index that is not valid.
+CREATE TABLE index_broken (k int);
+INSERT INTO index_broken VALUES (1), (0);
+CREATE INDEX CONCURRENTLY index_broken_k ON index_broken USING bloomfilter ((100 / k)) WITH (capacity = 10);
+SELECT bloom_index_contains('index_broken_k', 100);
 
 -- Resizing: a new capacity takes effect at the next build.
 ALTER INDEX index_users_email SET (capacity = 100000);
@@ -148,4 +163,4 @@ SELECT bloom_index_contains('index_users_two', 'x');
 \set VERBOSITY default
 SELECT bloom_index_contains('index_users_pkey', 'x');
 
-DROP TABLE index_users, index_keys, index_accounts, index_unlogged;
+DROP TABLE index_users, index_keys, index_accounts, index_unlogged, index_broken;

@@ -101,11 +101,25 @@ struct IndexCheck {
 
 HTAB *index_checks;
 
+// An index that is not valid may miss keys: one being built by CREATE INDEX CONCURRENTLY (or
+// left by a failed one), or a partitioned index some partition has no index for. Its "absent"
+// could be wrong, so it answers nothing.
+void check_valid(Relation index) {
+    if (!index->rd_index->indisvalid)
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("bloomfilter index \"%s\" is not valid", RelationGetRelationName(index)),
+                        errdetail("It is being built, or was left by a failed CREATE INDEX CONCURRENTLY, "
+                                  "or a partition has no index attached to it, and may miss keys."),
+                        errhint("Wait for the build to finish, REINDEX it, or attach an index to "
+                                "every partition.")));
+}
+
 Relation open_bloomfilter_index(Oid index_oid) {
     Relation index = index_open(index_oid, AccessShareLock);
     if (!is_bloomfilter_index(index))
         ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
                         errmsg("\"%s\" is not a bloomfilter index", RelationGetRelationName(index))));
+    check_valid(index);
     return index;
 }
 
@@ -334,6 +348,7 @@ extern "C" Datum bloom_index_contains(PG_FUNCTION_ARGS) {
         ListCell *cell;
         foreach (cell, check->leaves) {
             Relation leaf = index_open(lfirst_oid(cell), AccessShareLock);
+            check_valid(leaf);
             present = index_contains(leaf, h);
             index_close(leaf, NoLock);
             if (present) break;
