@@ -124,6 +124,16 @@ SELECT name, capacity, shards, inserted, needs_rebuild FROM bloom_filter_health(
 SELECT bloom_filter_rebuild('su_email', capacity => 20000);
 SELECT bloom_filter_rebuild('su_n');
 SELECT bloom_filter_drop('su_u');
+-- The bloomfilter index and its functions, with the same search_path.
+CREATE INDEX su_accounts_email_ci ON su_accounts USING bloomfilter (lower(email)) WITH (capacity = 10000);
+CREATE INDEX su_accounts_n ON su_accounts USING bloomfilter (n) WITH (capacity = 10000, error_rate = 0.001);
+INSERT INTO su_accounts VALUES (1002, 'Indexed@mail.com', 1002, '\x02', '00000000-0000-0000-0000-000000000002');
+SELECT bloom_index_contains('su_accounts_email_ci', 'INDEXED@mail.com') AS index_text,
+       bloom_index_contains('su_accounts_n', 1002) AS index_int,
+       bloom_index_contains('su_accounts_email_ci', 'ghost@mail.com') AS index_ghost;
+SELECT capacity, needs_rebuild FROM bloom_index_info('su_accounts_n');
+SELECT count(*) AS header_and_pages FROM bloom_index_changes('su_accounts_n', '0/0');
+SELECT bloom_hash('a'::text) = bloom_hash('\x61'::bytea) AS same_hash;
 RESET search_path;
 SELECT name, shards, shard_capacity FROM bloom_filters ORDER BY name;
 
