@@ -2,31 +2,30 @@
 # Installs the Debian packages the make targets use, when missing: with apt-get as root, through
 # sudo otherwise; with neither, prints one command to paste into a root shell.
 #   test/bootstrap.sh        building, testing, the demo and the benchmarks
-#   test/bootstrap.sh deb    building Debian packages (make deb): the packaging tools, and the
-#                            server and headers of every PostgreSQL version whose headers are
+#   test/bootstrap.sh deb    only building Debian packages (make deb): the packaging tools, and
+#                            the server and headers of every PostgreSQL version whose headers are
 #                            installed (the packages are built and tested for those), else of
 #                            $PG_MAJOR (15, this Debian's)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . test/as_root.sh
 PG_MAJOR=${PG_MAJOR:-15}
+wanted=(
+  make g++ "postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR" "postgresql-client-$PG_MAJOR"
+  libxxhash-dev            # the core's hash
+  libgtest-dev             # unit tests
+  clang-14 libclang-rt-14-dev  # sanitizers and libFuzzer
+  libbenchmark-dev libssl-dev  # make bench
+  python3                  # free ports and arithmetic in the test scripts
+  procps                   # pgrep, ps (survival test, matrix)
+  bsdextrautils            # column (multinode test, benchmarks)
+  iproute2
+)
 if [ "${1:-}" = deb ]; then
   versions=$(dpkg-query -W -f='${Package} ${Status}\n' 'postgresql-server-dev-[0-9]*' 2>/dev/null |
              awk '/install ok installed/ { sub("postgresql-server-dev-", "", $1); print $1 }')
   wanted=(build-essential debhelper dpkg-dev postgresql-server-dev-all libxxhash-dev)
   for v in ${versions:-$PG_MAJOR}; do wanted+=("postgresql-$v" "postgresql-server-dev-$v"); done
-else
-  wanted=(
-    make g++ "postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR" "postgresql-client-$PG_MAJOR"
-    libxxhash-dev                # the core's hash
-    libgtest-dev                 # unit tests
-    clang-14 libclang-rt-14-dev  # sanitizers and libFuzzer
-    libbenchmark-dev libssl-dev  # make bench
-    python3                      # free ports and arithmetic in the test scripts
-    procps                       # pgrep, ps (survival test, matrix)
-    bsdextrautils                # column (multinode test, benchmarks)
-    iproute2
-  )
 fi
 packages=()
 for p in "${wanted[@]}"; do
