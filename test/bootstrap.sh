@@ -2,7 +2,10 @@
 # Installs the Debian packages the make targets use, when missing: with apt-get as root, through
 # sudo otherwise; with neither, prints one command to paste into a root shell.
 #   test/bootstrap.sh        building, testing, the demo and the benchmarks
-#   test/bootstrap.sh deb    also building Debian packages (make deb)
+#   test/bootstrap.sh deb    only building Debian packages (make deb): the packaging tools, and
+#                            the server and headers of every PostgreSQL version whose headers are
+#                            installed (the packages are built and tested for those), else of
+#                            $PG_MAJOR (15, this Debian's)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . test/as_root.sh
@@ -21,7 +24,10 @@ wanted=(
   sqlsmith                 # make fuzz
 )
 if [ "${1:-}" = deb ]; then
-  wanted+=(build-essential debhelper postgresql-server-dev-all dpkg-dev)
+  versions=$(dpkg-query -W -f='${Package} ${Status}\n' 'postgresql-server-dev-[0-9]*' 2>/dev/null |
+             awk '/install ok installed/ { sub("postgresql-server-dev-", "", $1); print $1 }')
+  wanted=(build-essential debhelper dpkg-dev postgresql-server-dev-all libxxhash-dev)
+  for v in ${versions:-$PG_MAJOR}; do wanted+=("postgresql-$v" "postgresql-server-dev-$v"); done
 fi
 packages=()
 for p in "${wanted[@]}"; do

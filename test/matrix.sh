@@ -8,7 +8,7 @@
 # trixie, 18 in sid, each made once with debootstrap into $BLOOM_MATRIX_CACHE (default
 # /var/cache/bloomfilter-matrix) and reused (missing packages are added). For each version: copy
 # this tree in, build it with that version's pg_config (any compiler warning fails the build),
-# build the package postgresql-VERSION-bloomfilter with dpkg-buildpackage (test/deb.sh: its own
+# build the package postgresql-VERSION-bloomfilter with `make deb` (dpkg-buildpackage, its own
 # run of the suite included), install the .deb with apt-get, start a throwaway cluster as the
 # postgres user (Unix socket only, no TCP port) and run `make installcheck` against the installed
 # package.
@@ -187,7 +187,7 @@ build() {
     return 1
   fi
   # The package, built (and its suite run) by dpkg-buildpackage, then installed.
-  if ! long in_env "$v" "$src/test/deb.sh" >>"$log" 2>&1; then
+  if ! long in_env "$v" make -C "$src" deb >>"$log" 2>&1; then
     tail -n 40 "$log"
     BUILD_RESULT="FAILED: package"
     return 1
