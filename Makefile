@@ -34,7 +34,7 @@ endif
 $(OBJS): src/core/bloom.hpp
 $(filter src/pg/%,$(OBJS)): src/pg/glue.hpp src/pg/compat.hpp
 
-.PHONY: deps demo test unit-test regress-test tap-test concurrency-test survival-test limits-test \
+.PHONY: deps demo test unit-test regress-test tap-test python-test golden-vectors concurrency-test survival-test limits-test \
         multinode-test bench
 
 deps:
@@ -43,14 +43,24 @@ deps:
 include test/fuzz/fuzz.mk
 
 # The core's unit tests, plain and under AddressSanitizer + UndefinedBehaviorSanitizer.
-UNIT_SOURCES = test/unit/core_test.cpp src/core/bloom.cpp
-build/unit_test: $(UNIT_SOURCES) src/core/bloom.hpp
+# golden_test.cpp checks test/vectors/golden.json, which the Python client's tests read too.
+UNIT_SOURCES = test/unit/core_test.cpp test/unit/golden_test.cpp src/core/bloom.cpp
+UNIT_DEPENDS = $(UNIT_SOURCES) src/core/bloom.hpp test/vectors/golden.hpp test/vectors/golden.json
+UNIT_DEFINES = -DBLOOMFILTER_SOURCE_DIR='"$(CURDIR)"'
+build/unit_test: $(UNIT_DEPENDS)
 	@mkdir -p build
-	g++ -std=c++17 -O2 -Wall -Wextra -o $@ $(UNIT_SOURCES) -lgtest -lgtest_main -pthread
-build/unit_test_sanitized: $(UNIT_SOURCES) src/core/bloom.hpp
+	g++ -std=c++17 -O2 -Wall -Wextra $(UNIT_DEFINES) -o $@ $(UNIT_SOURCES) -lgtest -lgtest_main -pthread
+build/unit_test_sanitized: $(UNIT_DEPENDS)
 	@mkdir -p build
 	clang++-14 -std=c++17 -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all \
-	  -fno-omit-frame-pointer -o $@ $(UNIT_SOURCES) -lgtest -lgtest_main -pthread
+	  -fno-omit-frame-pointer $(UNIT_DEFINES) -o $@ $(UNIT_SOURCES) -lgtest -lgtest_main -pthread
+
+# Rewrites the golden vectors from the core: only after a deliberate change of the format.
+build/golden_vectors: test/vectors/generate.cpp test/vectors/golden.hpp src/core/bloom.cpp src/core/bloom.hpp
+	@mkdir -p build
+	g++ -std=c++17 -O2 -Wall -Wextra -o $@ test/vectors/generate.cpp src/core/bloom.cpp
+golden-vectors: build/golden_vectors
+	build/golden_vectors > test/vectors/golden.json
 
 unit-test: build/unit_test build/unit_test_sanitized
 	build/unit_test
