@@ -69,6 +69,11 @@ unit-test: build/unit_test build/unit_test_sanitized
 regress-test:
 	test/run-regress.sh
 
+# The Python client (clients/python) against a throwaway cluster: needs python3-xxhash,
+# python3-psycopg, python3-psycopg2 and python3-pytest.
+python-test:
+	test/run-python.sh
+
 # TAP tests on PostgreSQL's own framework (PostgreSQL::Test::Cluster): WAL, standby, crash.
 tap-test:
 	test/run-tap.sh

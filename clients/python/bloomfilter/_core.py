@@ -63,6 +63,15 @@ def _round_half_away(x):
     return whole + 1 if x - whole >= 0.5 else whole
 
 
+def _g(x):
+    """printf's %g as PostgreSQL's snprintf writes it (NaN and Infinity spelled out)."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    return "%g" % x
+
+
 class _SizingError(ValueError):
     def __init__(self, status, message):
         super().__init__(message)
@@ -75,10 +84,10 @@ def _size(capacity, error_rate):
         raise _SizingError("capacity_out_of_range", "capacity must be at least 1, got %d" % capacity)
     if not (0.0 < error_rate < 1.0):
         raise _SizingError("error_rate_out_of_range",
-                           "error_rate must be greater than 0 and less than 1, got %g" % error_rate)
+                           "error_rate must be greater than 0 and less than 1, got %s" % _g(error_rate))
     too_large = _SizingError(
-        "too_large", "a bloom filter for capacity %d at error_rate %g would exceed the 1 GB limit "
-        "of a PostgreSQL value" % (capacity, error_rate))
+        "too_large", "a bloom filter for capacity %d at error_rate %s would exceed the 1 GB limit "
+        "of a PostgreSQL value" % (capacity, _g(error_rate)))
     # optimal_bits(): m as a double, compared before the conversion to an integer.
     m = -(float(capacity) * math.log(error_rate)) / (_LN2 * _LN2)
     m = float(math.ceil(m)) if math.isfinite(m) else m
