@@ -18,4 +18,4 @@ trap cluster_cleanup_all EXIT
 cluster_start python "max_connections = 60"
 cd clients/python
 # Bytecode and pytest's cache stay out of the source tree.
-PYTHONDONTWRITEBYTECODE=1 "$PYTHON" -m pytest -p no:cacheprovider -q "$@" tests
+PYTHONDONTWRITEBYTECODE=1 "$PYTHON" -m pytest -p no:cacheprovider -q "$@"

@@ -131,6 +131,12 @@ class IndexFollower:
         self.refreshes = 0
         self.reloads = 0
         self.reconnects = 0
+        self.queries = 0            # queries sent, all refreshes together
+        self.last_rows = 0          # rows of the last refresh's query
+        self.last_bytes = 0         # filter bytes the last refresh's query moved (header included)
+        self.backend_pid = None     # the server process of the follower's connection
+        if self._conn is not None:
+            self._prepare_connection()
         self.refresh()
         if background:
             self.start()
@@ -212,7 +218,10 @@ class IndexFollower:
         self.close()
 
     def _run(self):
-        while not self._stop.wait(self.interval):
+        # A fixed rate: a refresh starts every `interval` seconds however long the last took.
+        next_start = time.monotonic() + self.interval
+        while not self._stop.wait(max(0.0, next_start - time.monotonic())):
+            next_start = max(next_start + self.interval, time.monotonic())
             try:
                 self.refresh()
             except Exception:
@@ -230,6 +239,7 @@ class IndexFollower:
     def _prepare_connection(self):
         if getattr(self._conn, "autocommit", True) is not True:
             self._conn.autocommit = True
+        (self.backend_pid,), = self._query("SELECT pg_catalog.pg_backend_pid()", [])
 
     def _connection_lost(self):
         conn = self._conn
@@ -251,6 +261,7 @@ class IndexFollower:
 
     def _query(self, sql, parameters):
         cursor = self._conn.cursor()
+        self.queries += 1
         try:
             cursor.execute(sql, parameters)
             return cursor.fetchall()
@@ -276,7 +287,8 @@ class IndexFollower:
             raise UnsupportedIndexError(
                 "index %s has the key expression %s: the follower applies lower() of a text "
                 "column only; check this index in SQL with bloom_index_contains" % (self.index_name, definition))
-        c_ctype = ctype in ("C", "POSIX") or ctype.startswith("C.")
+        # Exactly "C" or "POSIX" (as PostgreSQL's lc_ctype_is_c): C.UTF-8 is a full locale.
+        c_ctype = ctype in ("C", "POSIX")
         turkic = ctype.split("_")[0].lower() in ("tr", "az")
 
         def lower(key):
@@ -298,12 +310,15 @@ class IndexFollower:
         oid = self._describe()
         (lsn,), = self._query(_CURRENT_LSN, [])
         (data,), = self._query(_LOAD, [oid])
+        self.last_rows, self.last_bytes = 1, len(data)
         self._filter = Filter.from_bytes(bytes(data))
         self._oid, self._lsn = oid, lsn
         self.reloads += 1
 
     def _apply_changes(self):
         rows = self._query(_CHANGES, [self.index_name, self.index_name, self._lsn])
+        self.last_rows = len(rows)
+        self.last_bytes = sum(len(row[2]) for row in rows)
         if not rows:
             return
         next_lsn, offset, header, oid = rows[0]

@@ -156,17 +156,18 @@ def test_filter_parameters_round_trip(conn, conn2):
 
 def test_empty_equals_bloom_empty(conn):
     rng = random.Random(7)
-    cases = [(c, p) for c in (1, 2, 3, 10, 99, 100, 1000, 4096, 12345, 10**6, 10**7)
+    cases = [(c, p) for c in (1, 2, 3, 10, 99, 100, 1000, 4096, 12345, 10**5, 10**6)
              for p in (0.5, 0.9, 0.99, 0.6, 0.61, 0.3, 0.1, 0.05, 0.01, 0.001, 1e-4, 1e-6, 1e-9)]
-    cases += [(rng.randint(1, 10**8), math.exp(rng.uniform(math.log(1e-9), math.log(0.999)))) for _ in range(400)]
+    cases += [(rng.randint(1, 10**6), math.exp(rng.uniform(math.log(1e-9), math.log(0.999)))) for _ in range(400)]
     rows = conn.execute(
         "SELECT substring(bloom_empty(c, p)::bytea FROM 1 FOR 36), length(bloom_empty(c, p)::bytea) "
         "FROM unnest(%s::bigint[], %s::float8[]) WITH ORDINALITY AS u(c, p, n) ORDER BY n",
         [[c for c, _ in cases], [p for _, p in cases]]).fetchall()
     for (capacity, error_rate), (header, length) in zip(cases, rows):
-        f = Filter.empty(capacity, error_rate)
-        assert f.to_bytes()[:36] == header, (capacity, error_rate)
-        assert len(f) == length
+        hashes, block_log2, blocks = _core._size(capacity, error_rate)
+        assert struct.pack("<4sBBHIQdQ", b"BLOM", 2, block_log2, hashes, blocks, capacity, error_rate, 0) \
+            == header, (capacity, error_rate)
+        assert 36 + (blocks << (block_log2 - 3)) == length
     # Small ones whole.
     for capacity, error_rate in [(10, 0.01), (1000, 0.001), (3, 0.9)]:
         (whole,) = conn.execute("SELECT bloom_empty(%s, %s)::bytea", [capacity, error_rate]).fetchone()
