@@ -216,7 +216,7 @@ class Filter:
     """
 
     __slots__ = ("_data", "version", "capacity", "error_rate", "hashes", "block_log2", "blocks",
-                 "_block_bytes", "_shift", "_bit_mask", "_multipliers")
+                 "_block_bytes", "_shift", "_bit_mask", "_multipliers", "contains")
 
     def __init__(self, data):
         """Takes the byte format (validated): use from_bytes() or empty()."""
@@ -228,6 +228,7 @@ class Filter:
         self._shift = 64 - self.block_log2
         self._bit_mask = (1 << self.block_log2) - 1
         self._multipliers = tuple(position_multiplier(i) for i in range(self.hashes))
+        self.contains = self._compile_contains()
 
     @classmethod
     def from_bytes(cls, data):
@@ -305,12 +306,30 @@ class Filter:
         """(block, [bit positions inside the block]) of a key in this filter."""
         return self._block_and_bits(key_bytes(key))
 
-    def contains(self, key):
+    def _compile_contains(self):
+        """The check of this filter as a function with its parameters as constants and, for
+        version 2, its bit positions unrolled: in CPython a check costs a few dozen interpreted
+        operations, and the loop, attribute loads and arguments would be a third of them."""
+        if self.version != FORMAT_VERSION_2 or self.hashes > 16:
+            return self._contains_generic
+        lines = [
+            "def contains(key):",
+            "    h = _xxh(key.encode('utf-8') if key.__class__ is str else _key_bytes(key))",
+            "    b = %d + ((h * %d) >> 64) * %d" % (HEADER_BYTES, self.blocks, self._block_bytes),
+        ]
+        for m in self._multipliers:
+            lines.append("    p = (h * %d >> %d) & %d" % (m, self._shift, self._bit_mask))
+            lines.append("    if not (_d[b + (p >> 3)] >> (p & 7)) & 1: return False")
+        lines.append("    return True")
+        namespace = {"_xxh": xxhash.xxh3_64_intdigest, "_key_bytes": key_bytes, "_d": self._data}
+        exec("\n".join(lines), namespace)
+        contains = namespace["contains"]
+        contains.__doc__ = Filter._contains_generic.__doc__
+        return contains
+
+    def _contains_generic(self, key):
         """False: `key` was certainly never added; True: it probably was."""
-        if key.__class__ is str:
-            data = key.encode("utf-8")
-        else:
-            data = key_bytes(key)
+        data = key_bytes(key)
         d = self._data
         if self.version == FORMAT_VERSION_2:
             h = xxhash.xxh3_64_intdigest(data)
@@ -328,7 +347,9 @@ class Filter:
                 return False
         return True
 
-    __contains__ = contains
+    def __contains__(self, key):
+        """`key in f`: f.contains(key)."""
+        return self.contains(key)
 
     def add(self, key):
         """Adds a key in place (as SQL's bloom_add does to its copy): its bits are set and
