@@ -99,6 +99,7 @@ test: deps
 	$(MAKE) fuzz-smoke
 	$(MAKE) regress-test
 	$(MAKE) tap-test
+	$(MAKE) python-test
 	$(MAKE) concurrency-test
 	$(MAKE) survival-test
 	$(MAKE) limits-test

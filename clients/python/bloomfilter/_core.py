@@ -307,21 +307,40 @@ class Filter:
         return self._block_and_bits(key_bytes(key))
 
     def _compile_contains(self):
-        """The check of this filter as a function with its parameters as constants and, for
-        version 2, its bit positions unrolled: in CPython a check costs a few dozen interpreted
+        """The check of this filter as a function with its parameters as constants and its bit
+        positions unrolled: in CPython a check costs a few dozen interpreted
         operations, and the loop, attribute loads and arguments would be a third of them."""
-        if self.version != FORMAT_VERSION_2 or self.hashes > 16:
+        if self.hashes > 16:
             return self._contains_generic
-        lines = [
-            "def contains(key):",
-            "    h = _xxh(key.encode('utf-8') if key.__class__ is str else _key_bytes(key))",
-            "    b = %d + ((h * %d) >> 64) * %d" % (HEADER_BYTES, self.blocks, self._block_bytes),
-        ]
-        for m in self._multipliers:
-            lines.append("    p = (h * %d >> %d) & %d" % (m, self._shift, self._bit_mask))
-            lines.append("    if not (_d[b + (p >> 3)] >> (p & 7)) & 1: return False")
+        key = "key.encode('utf-8') if key.__class__ is str else _key_bytes(key)"
+        if self.version == FORMAT_VERSION_2:
+            lines = [
+                "def contains(key):",
+                "    h = _xxh(%s)" % key,
+                "    b = %d + ((h * %d) >> 64) * %d" % (HEADER_BYTES, self.blocks, self._block_bytes),
+            ]
+            for m in self._multipliers:
+                lines.append("    p = (h * %d >> %d) & %d" % (m, self._shift, self._bit_mask))
+                lines.append("    if not (_d[b + (p >> 3)] >> (p & 7)) & 1: return False")
+        else:
+            lines = [
+                "def contains(key):",
+                "    h = _xxh128(%s)" % key,
+                "    low, high = h & %d, h >> 64" % _MASK64,
+                "    b = %d + ((high * %d) >> 64) * %d" % (HEADER_BYTES, self.blocks, self._block_bytes),
+                "    step = (((high << 32) | (high >> 32)) & %d) | 1" % _MASK64,
+                "    g = low",
+            ]
+            for i in range(self.hashes):
+                if i:
+                    lines.append("    g = (g + step) & %d" % _MASK64)
+                lines.append("    z = ((g ^ (g >> 30)) * 0xBF58476D1CE4E5B9) & %d" % _MASK64)
+                lines.append("    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & %d" % _MASK64)
+                lines.append("    p = (z ^ (z >> 31)) >> %d" % self._shift)
+                lines.append("    if not (_d[b + (p >> 3)] >> (p & 7)) & 1: return False")
         lines.append("    return True")
-        namespace = {"_xxh": xxhash.xxh3_64_intdigest, "_key_bytes": key_bytes, "_d": self._data}
+        namespace = {"_xxh": xxhash.xxh3_64_intdigest, "_xxh128": xxhash.xxh3_128_intdigest,
+                     "_key_bytes": key_bytes, "_d": self._data}
         exec("\n".join(lines), namespace)
         contains = namespace["contains"]
         contains.__doc__ = Filter._contains_generic.__doc__
