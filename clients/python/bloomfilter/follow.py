@@ -34,7 +34,9 @@ _CURRENT_LSN = ("SELECT CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog
 _DESCRIBE = """
 SELECT i.indexrelid::oid, i.indkey[0] = 0, pg_catalog.pg_get_indexdef(i.indexrelid, 1, true),
        pg_catalog.format_type(ia.atttypid, NULL), am.amname,
-       coalesce(nullif(co.collctype, ''), co.collname, d.datctype)
+       CASE WHEN co.oid IS NOT NULL
+            THEN CASE co.collprovider WHEN 'i' THEN co.colliculocale ELSE co.collctype END
+            ELSE CASE d.datlocprovider WHEN 'i' THEN d.daticulocale ELSE d.datctype END END
   FROM pg_catalog.pg_index i
   JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
   JOIN pg_catalog.pg_am am ON am.oid = c.relam
@@ -288,8 +290,9 @@ class IndexFollower:
                 "index %s has the key expression %s: the follower applies lower() of a text "
                 "column only; check this index in SQL with bloom_index_contains" % (self.index_name, definition))
         # Exactly "C" or "POSIX" (as PostgreSQL's lc_ctype_is_c): C.UTF-8 is a full locale.
-        c_ctype = ctype in ("C", "POSIX")
-        turkic = ctype.split("_")[0].lower() in ("tr", "az")
+        c_ctype = ctype in ("C", "POSIX")  # an ICU locale never is
+        # Turkish and Azeri lower "I" to a dotless i: not even ASCII keys are certain there.
+        turkic = re.match(r"(tr|az)([_.@-]|$)", ctype or "", re.IGNORECASE) is not None
 
         def lower(key):
             if not isinstance(key, str):

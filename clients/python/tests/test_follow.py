@@ -218,3 +218,16 @@ def test_key_types_and_psycopg2(conn, dsn, column_type, keys):
                            [key if column_type != "uuid" else str(key)])
     with IndexFollower(psycopg2.connect(dsn), index, background=False) as follower:
         assert all(follower.contains(key) for key in keys)
+
+
+def test_lower_expression_c_collation(conn, dsn):
+    """Under the C collation lower() changes ASCII letters only, so the follower answers every
+    key, non-ASCII ones included, exactly as bloom_index_contains."""
+    table, index = make_table(conn, expression="lower(email)", column_type='text COLLATE "C"')
+    conn.execute("INSERT INTO %s (email) SELECT 'Ünïcode' || i || '@Mail.COM' FROM generate_series(1, 200) i" % table)
+    with IndexFollower(dsn, index, background=False) as follower:
+        keys = ["Ünïcode%d@MAIL.com" % i for i in range(1, 400)] + ["ÜNÏCODE%d@mail.com" % i for i in range(1, 200)]
+        (sql,) = conn.execute("SELECT array_agg(bloom_index_contains(%s, k) ORDER BY n) "
+                              "FROM unnest(%s::text[]) WITH ORDINALITY AS u(k, n)", [index, keys]).fetchone()
+        assert [follower.contains(k) for k in keys] == sql
+        assert all(sql[:200]) and not all(sql[200:])

@@ -205,6 +205,21 @@ def test_malformed_refused_as_the_server_refuses(conn):
         if rng.random() < 0.1:
             data = data[:rng.randrange(len(data) + 1)] if rng.random() < 0.5 else data + b"\0"
         cases.append(("mutation %d" % i, bytes(data)))
+    # Raw bytes sent as a bloom parameter in binary: the server's receive function (bloom_recv).
+    from psycopg.adapt import Dumper
+    from psycopg.pq import Format
+
+    class RawBloom(bytes):
+        pass
+
+    class RawBloomDumper(Dumper):
+        format = Format.BINARY
+        oid = conn.adapters.types["bloom"].oid
+
+        def dump(self, obj):
+            return bytes(obj)
+
+    conn.adapters.register_dumper(RawBloom, RawBloomDumper)
     refused = 0
     for what, data in cases:
         try:
@@ -229,6 +244,15 @@ def test_malformed_refused_as_the_server_refuses(conn):
         except psycopg.Error as error:
             server_text = error.diag.message_primary
         assert (server_text is None) == (server is None), what
+        try:
+            conn.execute("SELECT %b", [RawBloom(data)])
+            server_binary = None
+        except psycopg.Error as error:
+            server_binary = error.diag.message_primary
+        if server is None:
+            assert server_binary is None, what
+        else:
+            assert server_binary == "invalid binary value for type bloom: " + client, (what, server_binary)
     assert refused > 300
 
 
