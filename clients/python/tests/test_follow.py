@@ -39,7 +39,6 @@ def test_follows_inserts_and_costs_one_query_when_idle(conn, dsn):
         assert follower.queries == before + 1
         assert (follower.last_rows, follower.last_bytes) == (1, 36)
         conn.execute("INSERT INTO %s (email) VALUES ('new@mail.com')" % table)
-        assert "new@mail.com" not in follower or True  # (may be a false positive)
         follower.refresh()
         assert "new@mail.com" in follower
         assert follower.last_rows == 2  # the header and the one page the key changed
