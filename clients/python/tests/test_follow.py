@@ -230,3 +230,17 @@ def test_lower_expression_c_collation(conn, dsn):
                               "FROM unnest(%s::text[]) WITH ORDINALITY AS u(k, n)", [index, keys]).fetchone()
         assert [follower.contains(k) for k in keys] == sql
         assert all(sql[:200]) and not all(sql[200:])
+
+
+def test_dropped_psycopg2_connection(conn, dsn):
+    import psycopg2
+    table, index = make_table(conn, capacity=1000)
+    follower = IndexFollower(psycopg2.connect(dsn), index, background=False)
+    first_pid = follower.backend_pid
+    conn.execute("SELECT pg_terminate_backend(%s)", [first_pid])
+    with pytest.raises(psycopg2.OperationalError):
+        follower.refresh()
+    conn.execute("INSERT INTO %s (email) VALUES ('later')" % table)
+    follower.refresh()
+    assert "later" in follower and follower.backend_pid != first_pid
+    follower.close()
