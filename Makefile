@@ -48,8 +48,8 @@ build/regress:
 $(OBJS): src/core/bloom.hpp
 $(filter src/pg/%,$(OBJS)): src/pg/glue.hpp src/pg/compat.hpp
 
-.PHONY: deps demo test deb dist meta-test unit-test regress-test regress-list tap-test concurrency-test \
-        survival-test limits-test \
+.PHONY: deps demo test deb dist meta-test unit-test regress-test regress-list tap-test python-test \
+        golden-vectors concurrency-test survival-test limits-test \
         multinode-test bench
 
 deps:
@@ -58,14 +58,24 @@ deps:
 include $(SOURCE_DIR)test/fuzz/fuzz.mk
 
 # The core's unit tests, plain and under AddressSanitizer + UndefinedBehaviorSanitizer.
-UNIT_SOURCES = test/unit/core_test.cpp src/core/bloom.cpp
-build/unit_test: $(UNIT_SOURCES) src/core/bloom.hpp
+# golden_test.cpp checks test/vectors/golden.json, which the Python client's tests read too.
+UNIT_SOURCES = test/unit/core_test.cpp test/unit/golden_test.cpp src/core/bloom.cpp
+UNIT_DEPENDS = $(UNIT_SOURCES) src/core/bloom.hpp test/vectors/golden.hpp test/vectors/golden.json
+UNIT_DEFINES = -DBLOOMFILTER_SOURCE_DIR='"$(abspath $(SOURCE_DIR))"'
+build/unit_test: $(UNIT_DEPENDS)
 	@mkdir -p build
-	g++ -std=c++17 -O2 -Wall -Wextra -o $@ $(UNIT_SOURCES) -lgtest -lgtest_main -pthread
-build/unit_test_sanitized: $(UNIT_SOURCES) src/core/bloom.hpp
+	g++ -std=c++17 -O2 -Wall -Wextra $(UNIT_DEFINES) -o $@ $(UNIT_SOURCES) -lgtest -lgtest_main -pthread
+build/unit_test_sanitized: $(UNIT_DEPENDS)
 	@mkdir -p build
 	clang++-14 -std=c++17 -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all \
-	  -fno-omit-frame-pointer -o $@ $(UNIT_SOURCES) -lgtest -lgtest_main -pthread
+	  -fno-omit-frame-pointer $(UNIT_DEFINES) -o $@ $(UNIT_SOURCES) -lgtest -lgtest_main -pthread
+
+# Rewrites the golden vectors from the core: only after a deliberate change of the format.
+build/golden_vectors: test/vectors/generate.cpp test/vectors/golden.hpp src/core/bloom.cpp src/core/bloom.hpp
+	@mkdir -p build
+	g++ -std=c++17 -O2 -Wall -Wextra -o $@ test/vectors/generate.cpp src/core/bloom.cpp
+golden-vectors: build/golden_vectors
+	build/golden_vectors > test/vectors/golden.json
 
 unit-test: build/unit_test build/unit_test_sanitized
 	build/unit_test
@@ -77,6 +87,11 @@ regress-test:
 # The suite's files, for the scripts that run it again (test/run-regress.sh, test/matrix.sh).
 regress-list:
 	@echo $(REGRESS)
+
+# The Python client (clients/python) against a throwaway cluster: needs python3-xxhash,
+# python3-psycopg, python3-psycopg2 and python3-pytest.
+python-test:
+	test/run-python.sh
 
 # TAP tests on PostgreSQL's own framework (PostgreSQL::Test::Cluster): WAL, standby, crash.
 tap-test:
@@ -104,6 +119,7 @@ test: deps
 	$(MAKE) fuzz-smoke
 	$(MAKE) regress-test
 	$(MAKE) tap-test
+	$(MAKE) python-test
 	$(MAKE) concurrency-test
 	$(MAKE) survival-test
 	$(MAKE) limits-test

@@ -1,0 +1,15 @@
+"""bloomfilter: read, check, build and follow the bloom filters of the PostgreSQL extension
+bloomfilter in the application's own memory.
+
+    from bloomfilter import Filter, shard_of
+    f = Filter.from_bytes(data)      # the bytes of a bloom value (bloom::bytea)
+    "user7@mail.com" in f            # False: certainly never added
+
+Adapters: bloomfilter.psycopg.register(conn), bloomfilter.psycopg2.register(conn).
+Following an index: bloomfilter.follow.IndexFollower(conn, "users_email_bloom").
+"""
+
+from ._core import FORMAT_VERSIONS, Filter, Info, key_bytes, key_hash, shard_of
+
+__all__ = ["Filter", "Info", "shard_of", "key_bytes", "key_hash", "FORMAT_VERSIONS"]
+__version__ = "1.0.0"

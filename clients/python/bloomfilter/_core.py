@@ -1,0 +1,452 @@
+"""The bloom byte format, sizing and hashing, as specified in the extension's README.md
+("Hashing: what exactly is added", "Sizing", "Byte format"), in plain Python.
+
+Every computation follows src/core/bloom.cpp step for step, in the same floating-point
+operations, so a filter made or changed here is byte for byte the one the server makes, and
+a value the server refuses is refused here with the same reason.
+"""
+
+import math
+import struct
+import uuid
+
+import xxhash
+
+__all__ = ["Filter", "Info", "shard_of", "key_bytes", "key_hash", "FORMAT_VERSIONS"]
+
+FORMAT_VERSION_1 = 1
+FORMAT_VERSION_2 = 2
+FORMAT_VERSIONS = (FORMAT_VERSION_1, FORMAT_VERSION_2)
+MAGIC = b"BLOM"
+HEADER_BYTES = 36
+MIN_BLOCK_LOG2 = 12
+MAX_BLOCK_LOG2 = 24
+# PostgreSQL values are limited to 1 GB (0x3fffffff bytes) including their 4-byte length word.
+MAX_ENCODED_BYTES = 0x3FFFFFFF - 4
+MAX_BITS = (MAX_ENCODED_BYTES - HEADER_BYTES) * 8
+SHARD_SEED = 0x5348415244  # "SHARD"
+
+_MASK64 = (1 << 64) - 1
+_HEADER = struct.Struct("<4sBBHIQdQ")  # magic, version, block_log2, hashes, blocks, capacity, error_rate, inserted
+_INSERTED = struct.Struct("<Q")
+_BIGINT = struct.Struct("<q")
+_LN2 = math.log(2.0)
+
+# The messages of status_message() in src/core/bloom.cpp, which the server's errors quote.
+MESSAGES = {
+    "truncated": "the value is shorter than a bloom header",
+    "bad_magic": 'the value does not start with the bloom magic "BLOM"',
+    "unsupported_version": "unsupported bloom format version",
+    "bad_block_size": "the block size in the header is out of range",
+    "bad_parameters": "capacity or error_rate in the header is out of range",
+    "inconsistent_sizing": "hashes or blocks in the header do not match capacity and error_rate",
+    "bad_length": "the value's length does not match its number of blocks",
+    "too_large": "the filter would exceed the 1 GB limit of a PostgreSQL value",
+}
+
+
+def _fin(z):
+    """SplitMix64's finalizer, modulo 2^64."""
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return z ^ (z >> 31)
+
+
+def position_multiplier(i):
+    """M_i of format version 2: fin((i + 1) * 0x9e3779b97f4a7c15) | 1."""
+    return _fin(((i + 1) * 0x9E3779B97F4A7C15) & _MASK64) | 1
+
+
+def _round_half_away(x):
+    """C's round() for x >= 0: halves go away from zero (Python's round() goes to even)."""
+    whole = math.floor(x)
+    return whole + 1 if x - whole >= 0.5 else whole
+
+
+def _g(x):
+    """printf's %g as PostgreSQL's snprintf writes it (NaN and Infinity spelled out)."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    return "%g" % x
+
+
+class _SizingError(ValueError):
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+
+
+def _size(capacity, error_rate):
+    """size_filter() of bloom.cpp: (hashes, block_log2, blocks), or _SizingError."""
+    if capacity < 1:
+        raise _SizingError("capacity_out_of_range", "capacity must be at least 1, got %d" % capacity)
+    if not (0.0 < error_rate < 1.0):
+        raise _SizingError("error_rate_out_of_range",
+                           "error_rate must be greater than 0 and less than 1, got %s" % _g(error_rate))
+    too_large = _SizingError(
+        "too_large", "a bloom filter for capacity %d at error_rate %s would exceed the 1 GB limit "
+        "of a PostgreSQL value" % (capacity, _g(error_rate)))
+    # optimal_bits(): m as a double, compared before the conversion to an integer.
+    m = -(float(capacity) * math.log(error_rate)) / (_LN2 * _LN2)
+    m = float(math.ceil(m)) if math.isfinite(m) else m
+    if not (m <= float(MAX_BITS)):
+        raise too_large
+    bits = 1 if m < 1 else int(m)
+    k = float(_round_half_away(float(bits) / float(capacity) * _LN2))
+    if k < 1:
+        k = 1.0
+        one_hash_bits = -float(capacity) / math.log1p(-error_rate)
+        one_hash_bits = float(math.ceil(one_hash_bits)) if math.isfinite(one_hash_bits) else one_hash_bits
+        if not (one_hash_bits <= float(MAX_BITS)):
+            raise too_large
+        bits = max(bits, int(one_hash_bits))
+    hashes = int(k)
+    wanted = 4096.0 * math.pow(float(hashes) / 7.0, 3.0)
+    log2 = MIN_BLOCK_LOG2
+    while log2 < MAX_BLOCK_LOG2 and float(1 << log2) < wanted and (1 << log2) < bits:
+        log2 += 1
+    padded = int(math.ceil(float(bits) * 1.005))
+    blocks = (padded + (1 << log2) - 1) >> log2
+    if HEADER_BYTES + (blocks << (log2 - 3)) > MAX_ENCODED_BYTES:
+        raise too_large
+    return hashes, log2, blocks
+
+
+def key_bytes(key):
+    """The bytes the server hashes for a key: str as UTF-8 (text, in a UTF8 database), bytes
+    as they are (bytea), int as 8 bytes little-endian two's complement (bigint; smallint and
+    integer columns are hashed as bigint too), uuid.UUID as its 16 bytes (uuid)."""
+    if isinstance(key, str):
+        return key.encode("utf-8")
+    if isinstance(key, bytes):
+        return key
+    if isinstance(key, (bytearray, memoryview)):
+        return bytes(key)
+    if isinstance(key, bool):
+        raise TypeError("bloom keys must be str, bytes, int or uuid.UUID, not bool")
+    if isinstance(key, int):
+        try:
+            return _BIGINT.pack(key)
+        except struct.error:
+            raise ValueError("bigint out of range: %d" % key) from None
+    if isinstance(key, uuid.UUID):
+        return key.bytes
+    raise TypeError("bloom keys must be str, bytes, int or uuid.UUID, not %s" % type(key).__name__)
+
+
+def key_hash(key, version=FORMAT_VERSION_2):
+    """The key's hash as a filter of `version` uses it: version 2, the 64-bit XXH3 hash (what
+    SQL's bloom_hash returns, as an unsigned number); version 1, the 128-bit XXH3 hash as a
+    (low, high) pair of 64-bit halves."""
+    data = key_bytes(key)
+    if version == FORMAT_VERSION_1:
+        h = xxhash.xxh3_128_intdigest(data)
+        return h & _MASK64, h >> 64
+    return xxhash.xxh3_64_intdigest(data)
+
+
+def shard_of(key, shards):
+    """SQL's bloom_shard(key, shards): a shard number in [0, shards), independent of the bits a
+    filter sets for the key."""
+    if isinstance(shards, bool) or not isinstance(shards, int):
+        raise TypeError("shards must be an int")
+    if not 1 <= shards <= 0x7FFFFFFF:
+        raise ValueError("shards must be between 1 and 2147483647, got %d" % shards)
+    return (xxhash.xxh3_64_intdigest(key_bytes(key), seed=SHARD_SEED) * shards) >> 64
+
+
+def read_header(data):
+    """Checks an encoded filter as read_header() in bloom.cpp does, in the same order; returns
+    (version, block_log2, hashes, blocks, capacity, error_rate, inserted) or raises ValueError
+    (with .status, the core's status name) carrying the server's reason."""
+    def refuse(status):
+        error = ValueError("invalid bloom value: " + MESSAGES[status])
+        error.status = status
+        raise error
+
+    if len(data) < HEADER_BYTES:
+        refuse("truncated")
+    magic, version, block_log2, hashes, blocks, capacity, error_rate, inserted = \
+        _HEADER.unpack_from(data, 0)
+    if magic != MAGIC:
+        refuse("bad_magic")
+    if version not in FORMAT_VERSIONS:
+        refuse("unsupported_version")
+    try:
+        expected = _size(capacity, error_rate)
+    except _SizingError as error:
+        refuse("too_large" if error.status == "too_large" else "bad_parameters")
+    if block_log2 < MIN_BLOCK_LOG2 or block_log2 > MAX_BLOCK_LOG2:
+        refuse("bad_block_size")
+    if (hashes, block_log2, blocks) != expected:
+        refuse("inconsistent_sizing")
+    if len(data) != HEADER_BYTES + (blocks << (block_log2 - 3)):
+        refuse("bad_length")
+    return version, block_log2, hashes, blocks, capacity, error_rate, inserted
+
+
+class Info(tuple):
+    """The columns of SQL's bloom_info(filter), in its order."""
+    __slots__ = ()
+    _fields = ("capacity", "error_rate", "bits", "hashes", "bytes", "inserted", "bits_set", "fill",
+               "estimated_count", "estimated_error_rate")
+
+    def __new__(cls, *values):
+        return tuple.__new__(cls, values)
+
+    def _asdict(self):
+        return dict(zip(self._fields, self))
+
+    def __repr__(self):
+        return "Info(%s)" % ", ".join("%s=%r" % pair for pair in zip(self._fields, self))
+
+
+for _index, _name in enumerate(Info._fields):
+    setattr(Info, _name, property(lambda self, i=_index: self[i]))
+
+
+class Filter:
+    """A Bloom filter in the extension's byte format, held in memory.
+
+    `key in f` / `f.contains(key)`: False means the key was certainly never added; True, that it
+    probably was (wrong with probability about error_rate). Keys are str, bytes, int and
+    uuid.UUID, hashed as the server hashes text, bytea, bigint and uuid.
+    """
+
+    __slots__ = ("_data", "version", "capacity", "error_rate", "hashes", "block_log2", "blocks",
+                 "_block_bytes", "_shift", "_bit_mask", "_multipliers", "contains")
+
+    def __init__(self, data):
+        """Takes the byte format (validated): use from_bytes() or empty()."""
+        header = read_header(data)
+        self._data = bytearray(data)
+        (self.version, self.block_log2, self.hashes, self.blocks, self.capacity,
+         self.error_rate, _) = header
+        self._block_bytes = 1 << (self.block_log2 - 3)
+        self._shift = 64 - self.block_log2
+        self._bit_mask = (1 << self.block_log2) - 1
+        self._multipliers = tuple(position_multiplier(i) for i in range(self.hashes))
+        self.contains = self._compile_contains()
+
+    @classmethod
+    def from_bytes(cls, data):
+        """A filter from its byte format (bytes, bytearray or memoryview; the bytes of SQL's
+        bloom::bytea, binary COPY or a bloom column in binary results). Raises ValueError, with
+        the server's reason, for anything the server would refuse."""
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError("from_bytes takes bytes, not %s" % type(data).__name__)
+        return cls(bytes(data))
+
+    @classmethod
+    def from_text(cls, text):
+        """A filter from its text form, "\\x" and the byte format in hex (as bloom prints)."""
+        if isinstance(text, (bytes, bytearray, memoryview)):
+            text = bytes(text).decode("ascii")
+        if not text.startswith("\\x") or len(text) % 2 != 0:
+            raise ValueError("invalid bloom text: expected \\x followed by an even number of hex digits")
+        try:
+            data = bytes.fromhex(text[2:]) if not any(c.isspace() for c in text) else None
+        except ValueError:
+            data = None
+        if data is None:
+            raise ValueError("invalid bloom text: expected \\x followed by an even number of hex digits")
+        return cls(data)
+
+    @classmethod
+    def empty(cls, capacity, error_rate=0.01, version=FORMAT_VERSION_2):
+        """An empty filter for `capacity` distinct keys at false-positive rate `error_rate`: the
+        bytes of SQL's bloom_empty(capacity, error_rate) (version 2; version=1 for the older
+        placement)."""
+        if isinstance(capacity, bool) or not isinstance(capacity, int):
+            raise TypeError("capacity must be an int")
+        if version not in FORMAT_VERSIONS:
+            raise ValueError("version must be 1 or 2, got %r" % (version,))
+        if capacity > 0x7FFFFFFFFFFFFFFF:
+            raise ValueError("capacity out of range for bigint: %d" % capacity)
+        hashes, block_log2, blocks = _size(capacity, float(error_rate))
+        header = _HEADER.pack(MAGIC, version, block_log2, hashes, blocks, capacity,
+                              float(error_rate), 0)
+        return cls(header + bytes(blocks << (block_log2 - 3)))
+
+    def to_bytes(self):
+        """The byte format (what SQL's bloom::bytea gives)."""
+        return bytes(self._data)
+
+    def to_text(self):
+        """The text form, as bloom prints: "\\x" and the byte format in lower-case hex."""
+        return "\\x" + self._data.hex()
+
+    @property
+    def inserted(self):
+        """Keys added, duplicates included (saturates at 2^64 - 1)."""
+        return _INSERTED.unpack_from(self._data, 28)[0]
+
+    def _set_inserted(self, value):
+        _INSERTED.pack_into(self._data, 28, min(value, _MASK64))
+
+    def _block_and_bits(self, data):
+        """The block index and the bit positions inside it of a key's bytes."""
+        if self.version == FORMAT_VERSION_2:
+            h = xxhash.xxh3_64_intdigest(data)
+            shift, mask = self._shift, self._bit_mask
+            return (h * self.blocks) >> 64, [((h * m) >> shift) & mask for m in self._multipliers]
+        h = xxhash.xxh3_128_intdigest(data)
+        low, high = h & _MASK64, h >> 64
+        step = (((high << 32) | (high >> 32)) & _MASK64) | 1
+        bits = []
+        g = low
+        for _ in range(self.hashes):
+            bits.append(_fin(g) >> self._shift)
+            g = (g + step) & _MASK64
+        return (high * self.blocks) >> 64, bits
+
+    def positions(self, key):
+        """(block, [bit positions inside the block]) of a key in this filter."""
+        return self._block_and_bits(key_bytes(key))
+
+    def _compile_contains(self):
+        """The check of this filter as a function with its parameters as constants and its bit
+        positions unrolled: in CPython a check costs a few dozen interpreted
+        operations, and the loop, attribute loads and arguments would be a third of them."""
+        if self.hashes > 16:
+            return self._contains_generic
+        key = "key.encode('utf-8') if key.__class__ is str else _key_bytes(key)"
+        if self.version == FORMAT_VERSION_2:
+            lines = [
+                "def contains(key):",
+                "    h = _xxh(%s)" % key,
+                "    b = %d + ((h * %d) >> 64) * %d" % (HEADER_BYTES, self.blocks, self._block_bytes),
+            ]
+            for m in self._multipliers:
+                lines.append("    p = (h * %d >> %d) & %d" % (m, self._shift, self._bit_mask))
+                lines.append("    if not (_d[b + (p >> 3)] >> (p & 7)) & 1: return False")
+        else:
+            lines = [
+                "def contains(key):",
+                "    h = _xxh128(%s)" % key,
+                "    low, high = h & %d, h >> 64" % _MASK64,
+                "    b = %d + ((high * %d) >> 64) * %d" % (HEADER_BYTES, self.blocks, self._block_bytes),
+                "    step = (((high << 32) | (high >> 32)) & %d) | 1" % _MASK64,
+                "    g = low",
+            ]
+            for i in range(self.hashes):
+                if i:
+                    lines.append("    g = (g + step) & %d" % _MASK64)
+                lines.append("    z = ((g ^ (g >> 30)) * 0xBF58476D1CE4E5B9) & %d" % _MASK64)
+                lines.append("    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & %d" % _MASK64)
+                lines.append("    p = (z ^ (z >> 31)) >> %d" % self._shift)
+                lines.append("    if not (_d[b + (p >> 3)] >> (p & 7)) & 1: return False")
+        lines.append("    return True")
+        namespace = {"_xxh": xxhash.xxh3_64_intdigest, "_xxh128": xxhash.xxh3_128_intdigest,
+                     "_key_bytes": key_bytes, "_d": self._data}
+        exec("\n".join(lines), namespace)
+        contains = namespace["contains"]
+        contains.__doc__ = Filter._contains_generic.__doc__
+        return contains
+
+    def _contains_generic(self, key):
+        """False: `key` was certainly never added; True: it probably was."""
+        data = key_bytes(key)
+        d = self._data
+        if self.version == FORMAT_VERSION_2:
+            h = xxhash.xxh3_64_intdigest(data)
+            base = HEADER_BYTES + ((h * self.blocks) >> 64) * self._block_bytes
+            shift, mask = self._shift, self._bit_mask
+            for m in self._multipliers:
+                bit = ((h * m) >> shift) & mask
+                if not (d[base + (bit >> 3)] >> (bit & 7)) & 1:
+                    return False
+            return True
+        block, bits = self._block_and_bits(data)
+        base = HEADER_BYTES + block * self._block_bytes
+        for bit in bits:
+            if not (d[base + (bit >> 3)] >> (bit & 7)) & 1:
+                return False
+        return True
+
+    def __contains__(self, key):
+        """`key in f`: f.contains(key)."""
+        return self.contains(key)
+
+    def add(self, key):
+        """Adds a key in place (as SQL's bloom_add does to its copy): its bits are set and
+        `inserted` counts it. Returns self."""
+        block, bits = self._block_and_bits(key_bytes(key))
+        base = HEADER_BYTES + block * self._block_bytes
+        d = self._data
+        for bit in bits:
+            d[base + (bit >> 3)] |= 1 << (bit & 7)
+        self._set_inserted(self.inserted + 1)
+        return self
+
+    def update(self, keys):
+        """Adds every key of an iterable. Returns self."""
+        for key in keys:
+            self.add(key)
+        return self
+
+    def union(self, other):
+        """A new filter holding the keys of both (SQL's bloom_union): same version, capacity and
+        error_rate, or ValueError naming what differs. `inserted` is the sum."""
+        if not isinstance(other, Filter):
+            raise TypeError("union takes a Filter")
+        if self.version != other.version:
+            raise ValueError("the filters have different format versions")
+        if self.capacity != other.capacity:
+            raise ValueError("the filters have different capacity")
+        if struct.pack("<d", self.error_rate) != struct.pack("<d", other.error_rate):
+            raise ValueError("the filters have different error_rate")
+        a = int.from_bytes(self._data[HEADER_BYTES:], "little")
+        b = int.from_bytes(other._data[HEADER_BYTES:], "little")
+        bits = (a | b).to_bytes(len(self._data) - HEADER_BYTES, "little")
+        result = Filter(bytes(self._data[:HEADER_BYTES]) + bits)
+        result._set_inserted(self.inserted + other.inserted)
+        return result
+
+    __or__ = union
+
+    def info(self):
+        """SQL's bloom_info(filter): capacity, error_rate, bits, hashes, bytes (the value's size,
+        with PostgreSQL's 4-byte length word), inserted, bits_set, fill, estimated_count and
+        estimated_error_rate, computed in the server's order of operations."""
+        block_bytes = self._block_bytes
+        block_bits = float(1 << self.block_log2)
+        k = float(self.hashes)
+        d = self._data
+        bits_set = 0
+        error_sum = 0.0
+        count_sum = 0.0
+        for b in range(self.blocks):
+            start = HEADER_BYTES + b * block_bytes
+            set_bits = int.from_bytes(d[start:start + block_bytes], "little").bit_count()
+            bits_set += set_bits
+            fill = set_bits / block_bits
+            error_sum += math.pow(fill, k)
+            count_sum += math.inf if set_bits == (1 << self.block_log2) else \
+                -(block_bits / k) * math.log1p(-fill)
+        bits = self.blocks << self.block_log2
+        return Info(self.capacity, self.error_rate, bits, self.hashes, len(d) + 4, self.inserted,
+                    bits_set, bits_set / float(bits), count_sum, error_sum / self.blocks)
+
+    def copy(self):
+        return Filter(bytes(self._data))
+
+    def __eq__(self, other):
+        """Byte-identical filters, as SQL's `=`."""
+        return isinstance(other, Filter) and self._data == other._data
+
+    def __hash__(self):
+        return hash(bytes(self._data))
+
+    def __len__(self):
+        """The size of the byte format in bytes."""
+        return len(self._data)
+
+    def __bytes__(self):
+        return self.to_bytes()
+
+    def __repr__(self):
+        return "<bloomfilter.Filter version=%d capacity=%d error_rate=%r hashes=%d blocks=%d>" % (
+            self.version, self.capacity, self.error_rate, self.hashes, self.blocks)

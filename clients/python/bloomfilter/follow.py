@@ -1,0 +1,340 @@
+"""A local copy of a bloomfilter index's filter, kept current from the server.
+
+    import psycopg
+    from bloomfilter.follow import IndexFollower
+    follower = IndexFollower(psycopg.connect(dsn), "users_email_bloom", interval=0.1)
+    if not follower.contains(email):   # no round trip
+        ...  # certainly not taken as of follower.lag seconds ago; the unique index stays the guard
+
+The follower loads bloom_index_filter(index) once, then asks bloom_index_changes(index, lsn)
+every `interval` seconds (in a background thread, or when refresh() is called): one query,
+whose first row is the filter's header and the others the pages of bits changed since the
+last refresh. Every row committed before the start of the last successful refresh is found;
+`lag` says how long ago that was.
+
+It works with a psycopg (3) or psycopg2 connection, or a conninfo string, and needs only
+SELECT on the indexed column (as bloom_index_contains does). It sets autocommit on the
+connection, which it uses from its own thread: give it a connection of its own.
+"""
+
+import re
+import threading
+import time
+import uuid
+
+from ._core import HEADER_BYTES, Filter, key_bytes
+
+__all__ = ["IndexFollower", "UnsupportedIndexError"]
+
+_CURRENT_LSN = ("SELECT CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.pg_last_wal_replay_lsn() "
+                "ELSE pg_catalog.pg_current_wal_insert_lsn() END::text")
+
+# What the follower must know of the index: its OID, its key's type and, for an expression
+# index, the expression, the column it reads and the collation it lowers with.
+_DESCRIBE = """
+SELECT i.indexrelid::oid, i.indkey[0] = 0, pg_catalog.pg_get_indexdef(i.indexrelid, 1, true),
+       pg_catalog.format_type(ia.atttypid, NULL), am.amname,
+       CASE WHEN co.oid IS NOT NULL
+            THEN CASE co.collprovider WHEN 'i' THEN co.colliculocale ELSE co.collctype END
+            ELSE CASE d.datlocprovider WHEN 'i' THEN d.daticulocale ELSE d.datctype END END
+  FROM pg_catalog.pg_index i
+  JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
+  JOIN pg_catalog.pg_am am ON am.oid = c.relam
+  JOIN pg_catalog.pg_attribute ia ON ia.attrelid = i.indexrelid AND ia.attnum = 1
+  JOIN pg_catalog.pg_database d ON d.datname = pg_catalog.current_database()
+  LEFT JOIN pg_catalog.pg_collation co
+         ON co.oid = i.indcollation[0] AND co.oid <> 100  -- 100: the database's default
+ WHERE i.indexrelid = %s::regclass
+"""
+_COLUMNS = """
+SELECT pg_catalog.quote_ident(a.attname), pg_catalog.format_type(a.atttypid, NULL)
+  FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_index i ON a.attrelid = i.indrelid
+ WHERE i.indexrelid = %s::oid AND a.attnum > 0 AND NOT a.attisdropped
+"""
+_LOAD = "SELECT bloom_index_filter(%s::oid::regclass)::bytea"
+_CHANGES = ("SELECT c.next_lsn::text, c.byte_offset, c.bytes, %s::regclass::oid "
+            "FROM bloom_index_changes(%s::regclass, %s::pg_lsn) c")
+
+_KEY_TYPES = {
+    "text": str, "character varying": str, "bytea": bytes, "smallint": int, "integer": int,
+    "bigint": int, "uuid": uuid.UUID,
+}
+
+
+class UnsupportedIndexError(ValueError):
+    """The index's key is an expression the follower cannot apply in Python."""
+
+
+def _ascii_lower(text):
+    # PostgreSQL's lower() under the C (or POSIX) ctype lowers ASCII letters only.
+    return text.translate(_ASCII_LOWER)
+
+
+_ASCII_LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
+
+
+class _Unreproducible(Exception):
+    """A key whose lower() the follower cannot compute exactly as the server."""
+
+
+def _reconnector(conn):
+    """A function that opens a new connection like `conn` (a connection or a conninfo string)."""
+    if isinstance(conn, str):
+        try:
+            import psycopg
+            return lambda: psycopg.connect(conn, autocommit=True)
+        except ImportError:
+            import psycopg2
+            return lambda: psycopg2.connect(conn)
+    module = type(conn).__module__.split(".")[0]
+    if module == "psycopg":
+        import psycopg
+        dsn, password = conn.info.dsn, conn.info.password
+        return lambda: psycopg.connect(dsn, password=password, autocommit=True) if password \
+            else psycopg.connect(dsn, autocommit=True)
+    if module == "psycopg2":
+        import psycopg2
+        parameters = dict(conn.info.dsn_parameters)
+        if conn.info.password:
+            parameters["password"] = conn.info.password
+        return lambda: psycopg2.connect(**parameters)
+    return None
+
+
+class IndexFollower:
+    """Follows a bloomfilter index and answers contains(key) locally.
+
+    conn: a psycopg or psycopg2 connection (used by the follower alone), a conninfo string, or
+    a function returning a new connection; after a dropped connection the follower opens a new
+    one the same way. index_name: the index, as in SQL (schema-qualified or through the
+    search_path). interval: seconds between refreshes of the background thread; background=False
+    for none (call refresh() yourself).
+    """
+
+    def __init__(self, conn, index_name, interval=0.1, background=True):
+        if callable(conn) and not hasattr(conn, "cursor"):
+            self._connect, self._conn = conn, None
+        elif isinstance(conn, str):
+            self._connect, self._conn = _reconnector(conn), None
+        else:
+            self._connect, self._conn = _reconnector(conn), conn
+        self.index_name = index_name
+        self.interval = interval
+        self._filter = None
+        self._oid = None
+        self._lsn = None
+        self._key_type = None
+        self._transform = None
+        self._refreshed_at = None  # time.monotonic() at the start of the last successful refresh
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = None
+        self.last_error = None
+        self.refreshes = 0
+        self.reloads = 0
+        self.reconnects = 0
+        self.queries = 0            # queries sent, all refreshes together
+        self.last_rows = 0          # rows of the last refresh's query
+        self.last_bytes = 0         # filter bytes the last refresh's query moved (header included)
+        self.backend_pid = None     # the server process of the follower's connection
+        if self._conn is not None:
+            self._prepare_connection()
+        self.refresh()
+        if background:
+            self.start()
+
+    # -- answers --------------------------------------------------------------------------
+
+    def contains(self, key):
+        """False: no row committed before the last successful refresh has this key (after the
+        index's expression, if any); True: one probably has."""
+        f = self._filter
+        if self._transform is not None:
+            try:
+                key = self._transform(key)
+            except _Unreproducible:
+                return True
+        elif self._key_type is not None and not isinstance(key, self._key_type):
+            if not (self._key_type is bytes and isinstance(key, (bytearray, memoryview))):
+                raise TypeError("index %s has keys of type %s, not %s" % (
+                    self.index_name, self._key_type.__name__, type(key).__name__))
+        return f.contains(key)
+
+    __contains__ = contains
+
+    @property
+    def filter(self):
+        """The current copy, a bloomfilter.Filter (format version 2)."""
+        return self._filter
+
+    @property
+    def lag(self):
+        """Seconds since the start of the last successful refresh: an answer "absent" is as of
+        then."""
+        return time.monotonic() - self._refreshed_at
+
+    # -- keeping current ------------------------------------------------------------------
+
+    def refresh(self):
+        """Brings the copy up to date now (one query when the index is the same). Raises the
+        driver's error if the server cannot be reached; the next refresh reconnects."""
+        with self._lock:
+            started = time.monotonic()
+            try:
+                if self._conn is None:
+                    self._open()
+                if self._filter is None:
+                    self._load()
+                else:
+                    self._apply_changes()
+            except Exception as error:
+                self.last_error = error
+                if self._connection_lost():
+                    self._close_connection()
+                raise
+            self._refreshed_at = started
+            self.refreshes += 1
+            self.last_error = None
+
+    def start(self):
+        """Starts the background thread (refreshing every `interval` seconds)."""
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="bloomfilter-follower", daemon=True)
+        self._thread.start()
+
+    def close(self):
+        """Stops the background thread and closes the connection the follower opened or was given."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        with self._lock:
+            self._close_connection()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _run(self):
+        # A fixed rate: a refresh starts every `interval` seconds however long the last took.
+        next_start = time.monotonic() + self.interval
+        while not self._stop.wait(max(0.0, next_start - time.monotonic())):
+            next_start = max(next_start + self.interval, time.monotonic())
+            try:
+                self.refresh()
+            except Exception:
+                pass  # kept in last_error; lag grows until a refresh succeeds
+
+    # -- queries ---------------------------------------------------------------------------
+
+    def _open(self):
+        if self._connect is None:
+            raise RuntimeError("the follower's connection is closed and it cannot open another")
+        self._conn = self._connect()
+        self.reconnects += 1
+        self._prepare_connection()
+
+    def _prepare_connection(self):
+        if getattr(self._conn, "autocommit", True) is not True:
+            self._conn.autocommit = True
+        (self.backend_pid,), = self._query("SELECT pg_catalog.pg_backend_pid()", [])
+
+    def _connection_lost(self):
+        conn = self._conn
+        if conn is None:
+            return False
+        closed = getattr(conn, "closed", False)
+        if closed:
+            return True
+        broken = getattr(conn, "broken", False)
+        return bool(broken)
+
+    def _close_connection(self):
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except Exception:
+                pass
+            self._conn = None
+
+    def _query(self, sql, parameters):
+        cursor = self._conn.cursor()
+        self.queries += 1
+        try:
+            cursor.execute(sql, parameters)
+            return cursor.fetchall()
+        finally:
+            cursor.close()
+
+    def _describe(self):
+        rows = self._query(_DESCRIBE, [self.index_name])
+        if not rows:
+            raise LookupError("index %s not found" % self.index_name)
+        oid, is_expression, definition, key_type, access_method, ctype = rows[0]
+        if access_method != "bloomfilter":
+            raise UnsupportedIndexError("%s is not a bloomfilter index (it uses %s)"
+                                        % (self.index_name, access_method))
+        self._key_type = _KEY_TYPES.get(key_type)
+        self._transform = None
+        if not is_expression:
+            return oid
+        columns = dict(self._query(_COLUMNS, [oid]))
+        match = re.fullmatch(r"lower\((.+?)(?:::text)?\)", definition)
+        column = match.group(1) if match else None
+        if column not in columns or columns[column] not in ("text", "character varying"):
+            raise UnsupportedIndexError(
+                "index %s has the key expression %s: the follower applies lower() of a text "
+                "column only; check this index in SQL with bloom_index_contains" % (self.index_name, definition))
+        # Exactly "C" or "POSIX" (as PostgreSQL's lc_ctype_is_c): C.UTF-8 is a full locale.
+        c_ctype = ctype in ("C", "POSIX")  # an ICU locale never is
+        # Turkish and Azeri lower "I" to a dotless i: not even ASCII keys are certain there.
+        turkic = re.match(r"(tr|az)([_.@-]|$)", ctype or "", re.IGNORECASE) is not None
+
+        def lower(key):
+            if not isinstance(key, str):
+                raise TypeError("index %s has keys lower(%s), which takes str, not %s"
+                                % (self.index_name, column, type(key).__name__))
+            if c_ctype:
+                return _ascii_lower(key)
+            if key.isascii() and not turkic:
+                return _ascii_lower(key)
+            # Outside the C ctype the server lowers with the operating system's locale tables,
+            # which Python's str.lower() does not always match: such keys answer "maybe".
+            raise _Unreproducible()
+
+        self._transform = lower
+        return oid
+
+    def _load(self):
+        oid = self._describe()
+        (lsn,), = self._query(_CURRENT_LSN, [])
+        (data,), = self._query(_LOAD, [oid])
+        self.last_rows, self.last_bytes = 1, len(data)
+        self._filter = Filter.from_bytes(bytes(data))
+        self._oid, self._lsn = oid, lsn
+        self.reloads += 1
+
+    def _apply_changes(self):
+        rows = self._query(_CHANGES, [self.index_name, self.index_name, self._lsn])
+        self.last_rows = len(rows)
+        self.last_bytes = sum(len(row[2]) for row in rows)
+        if not rows:
+            return
+        next_lsn, offset, header, oid = rows[0]
+        header = bytes(header)
+        current = self._filter
+        if oid != self._oid or offset != 0 or header[:28] != current.to_bytes()[:28]:
+            # Another index under the name (REINDEX CONCURRENTLY, or dropped and created) or
+            # new parameters: read it whole.
+            self._filter = None
+            self._load()
+            return
+        data = current._data
+        data[:HEADER_BYTES] = header
+        for _, offset, page, _ in rows[1:]:
+            data[offset:offset + len(page)] = page
+        self._lsn = next_lsn

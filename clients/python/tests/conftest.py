@@ -1,0 +1,59 @@
+"""Fixtures for the tests against a server: a fresh database with the extension for the whole
+session. The server is given by the libpq environment (PGHOST, PGPORT, PGUSER), as
+test/run-python.sh sets it for a throwaway cluster; without PGHOST those tests are skipped."""
+
+import os
+import sys
+import uuid
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get("PGHOST"):
+        return
+    skip = pytest.mark.skip(reason="no server: set PGHOST/PGPORT/PGUSER (test/run-python.sh does)")
+    for item in items:
+        if "server" in item.keywords:
+            item.add_marker(skip)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "server: needs a PostgreSQL server with the extension")
+
+
+@pytest.fixture(scope="session")
+def dsn():
+    import psycopg
+    name = "bloomfilter_python_%s" % uuid.uuid4().hex[:12]
+    with psycopg.connect(dbname="postgres", autocommit=True) as admin:
+        admin.execute('CREATE DATABASE "%s"' % name)
+    with psycopg.connect(dbname=name, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION bloomfilter")
+    yield "dbname=%s" % name
+    with psycopg.connect(dbname="postgres", autocommit=True) as admin:
+        admin.execute('DROP DATABASE "%s" WITH (FORCE)' % name)
+
+
+@pytest.fixture
+def conn(dsn):
+    """A psycopg (3) connection in autocommit with the bloom adapters registered."""
+    import psycopg
+    import bloomfilter.psycopg
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        bloomfilter.psycopg.register(connection)
+        yield connection
+
+
+@pytest.fixture
+def conn2(dsn):
+    """A psycopg2 connection in autocommit with the bloom adapters registered."""
+    import psycopg2
+    import bloomfilter.psycopg2
+    connection = psycopg2.connect(dsn)
+    connection.autocommit = True
+    bloomfilter.psycopg2.register(connection)
+    yield connection
+    connection.close()

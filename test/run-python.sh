@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The Python client's tests (clients/python/tests, pytest) against a throwaway cluster with the
+# installed extension: answers, bytes and errors equal to the server's, the golden vectors, the
+# adapters and the index follower. Arguments go to pytest (e.g. -k follow, -x).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-/usr/bin/python3}
+missing=()
+for module in xxhash psycopg psycopg2 pytest; do
+  "$PYTHON" -c "import $module" 2>/dev/null || missing+=("python3-$module")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "missing Debian packages: ${missing[*]} (apt-get install -y ${missing[*]})" >&2
+  exit 1
+fi
+. test/cluster.sh
+trap cluster_cleanup_all EXIT
+cluster_start python "max_connections = 60"
+cd clients/python
+# Bytecode and pytest's cache stay out of the source tree.
+PYTHONDONTWRITEBYTECODE=1 "$PYTHON" -m pytest -p no:cacheprovider -q "$@"
