@@ -11,7 +11,9 @@
 #   e) signups per second and WAL per signup at 8 clients: plain INSERT, a single-row filter,
 #      64 shards, the maintained filter, the bloomfilter index (test/signups.sh);
 #   f) the distributed build over three nodes against one node, and the bytes moved
-#      (test/multinode.sh --bench).
+#      (test/multinode.sh --bench);
+#   g) the Python client: its local check against the SQL point lookup, the follower's lag and
+#      the cost of a refresh when nothing changed (bench/python_client.sh).
 # Then a summary: what / measured / target / PASS or MISS.
 #
 # Needs the extension built and installed (make bench does both). It sets up its data on a
@@ -424,6 +426,17 @@ sed -n '/== build times/,/== signup pre-check/p' "$BUILD_DIR/multinode.log" | se
 while IFS='|' read -r what measured _ _; do
   row "f) ${what#e) multinode: }" "$measured"
 done < "$BUILD_DIR/multinode.rows"
+
+# ---------------------------------------------------------------------------------------------
+section "g) the Python client: checks in the application (bench/python_client.sh)"
+: > "$BUILD_DIR/python.rows"
+PYTHON_CLIENT_SUMMARY_FILE="$BUILD_DIR/python.rows" bench/python_client.sh > "$BUILD_DIR/python.log" 2>&1 \
+  || { tail -40 "$BUILD_DIR/python.log"; fail "bench/python_client.sh failed"; }
+grep -v '|' "$BUILD_DIR/python.log" || true
+while IFS='|' read -r what measured target _; do
+  # shellcheck disable=SC2086
+  if [ "$target" = "-" ] || [ -z "$target" ]; then row "g) $what" "$measured"; else row "g) $what" "$measured" $target; fi
+done < "$BUILD_DIR/python.rows"
 
 # ---------------------------------------------------------------------------------------------
 section "summary ($(( $(date +%s) - started_at )) s, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end)"
