@@ -148,6 +148,26 @@ void restore(const Elevation &state) {
     AtEOXact_GUC(false, state.guc_level);
 }
 
+// Runs body() as the tables' owner (elevate), between SPI_connect and SPI_finish. If it raises,
+// the role is put back here; the abort of the (sub)transaction undoes the search_path.
+template <typename Body>
+void as_tables_owner(Oid namespace_oid, Body &&body) {
+    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
+    Elevation state = elevate(namespace_oid);
+    PG_TRY();
+    {
+        body();
+    }
+    PG_CATCH();
+    {
+        SetUserIdAndSecContext(state.saved_user, state.saved_context);
+        PG_RE_THROW();
+    }
+    PG_END_TRY();
+    restore(state);
+    SPI_finish();
+}
+
 SPIPlanPtr plan(Oid namespace_oid, Statement which) {
     Oid table = get_relname_relid("bloom_filters", namespace_oid);
     if (plans_table != table) {
@@ -255,10 +275,7 @@ extern "C" Datum bloom_filter_maintain(PG_FUNCTION_ARGS) {
     Oid namespace_oid = extension_namespace(fcinfo);
     Datum name_datum = CStringGetTextDatum(filter_name);
 
-    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
-    Elevation state = elevate(namespace_oid);
-    PG_TRY();
-    {
+    as_tables_owner(namespace_oid, [&] {
         Datum lookup_values[1] = {name_datum};
         run(namespace_oid, kLookup, lookup_values, nullptr);
         bool is_null;
@@ -304,16 +321,7 @@ extern "C" Datum bloom_filter_maintain(PG_FUNCTION_ARGS) {
                                 errmsg("maintained bloom filter \"%s\" has no shard for this key", filter_name),
                                 errhint("Rebuild it with bloom_filter_rebuild.")));
         }
-    }
-    PG_CATCH();
-    {
-        // The abort of the (sub)transaction undoes the search_path; the role is put back here.
-        SetUserIdAndSecContext(state.saved_user, state.saved_context);
-        PG_RE_THROW();
-    }
-    PG_END_TRY();
-    restore(state);
-    SPI_finish();
+    });
     return PointerGetDatum(nullptr);
 }
 
@@ -373,10 +381,7 @@ extern "C" Datum bloom_filter_store(PG_FUNCTION_ARGS) {
                         errmsg("bloom_filter_store needs exactly %d shard filters, none NULL", shards)));
 
     Oid namespace_oid = extension_namespace(fcinfo);
-    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
-    Elevation state = elevate(namespace_oid);
-    PG_TRY();
-    {
+    as_tables_owner(namespace_oid, [&] {
         Datum name_values[1] = {name_datum};
         run(namespace_oid, kLockName, name_values, nullptr);
         if (SPI_processed == 1) {
@@ -398,16 +403,7 @@ extern "C" Datum bloom_filter_store(PG_FUNCTION_ARGS) {
         run(namespace_oid, kInsertFilter, filter_values, nullptr);
         Datum shard_values[2] = {name_datum, PointerGetDatum(filters)};
         run(namespace_oid, kInsertShards, shard_values, nullptr);
-    }
-    PG_CATCH();
-    {
-        // The abort of the (sub)transaction undoes the search_path; the role is put back here.
-        SetUserIdAndSecContext(state.saved_user, state.saved_context);
-        PG_RE_THROW();
-    }
-    PG_END_TRY();
-    restore(state);
-    SPI_finish();
+    });
     PG_RETURN_VOID();
 }
 
@@ -421,10 +417,7 @@ extern "C" Datum bloom_filter_forget(PG_FUNCTION_ARGS) {
     char *filter_name = text_to_cstring(DatumGetTextPP(name_datum));
     Oid namespace_oid = extension_namespace(fcinfo);
     Oid caller = GetUserId();
-    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
-    Elevation state = elevate(namespace_oid);
-    PG_TRY();
-    {
+    as_tables_owner(namespace_oid, [&] {
         Datum name_values[1] = {name_datum};
         run(namespace_oid, kLockName, name_values, nullptr);
         bool allowed = false;
@@ -440,16 +433,7 @@ extern "C" Datum bloom_filter_forget(PG_FUNCTION_ARGS) {
                             errmsg("bloom filter \"%s\" does not exist", filter_name)));
         run(namespace_oid, kDeleteShards, name_values, nullptr);
         run(namespace_oid, kDeleteFilter, name_values, nullptr);
-    }
-    PG_CATCH();
-    {
-        // The abort of the (sub)transaction undoes the search_path; the role is put back here.
-        SetUserIdAndSecContext(state.saved_user, state.saved_context);
-        PG_RE_THROW();
-    }
-    PG_END_TRY();
-    restore(state);
-    SPI_finish();
+    });
     PG_RETURN_VOID();
 }
 
@@ -457,20 +441,8 @@ extern "C" Datum bloom_filter_forget(PG_FUNCTION_ARGS) {
 // longer exists. Anyone may call it (the sql_drop event trigger does, after every DROP).
 extern "C" Datum bloom_filter_forget_dropped(PG_FUNCTION_ARGS) {
     Oid namespace_oid = extension_namespace(fcinfo);
-    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
-    Elevation state = elevate(namespace_oid);
-    PG_TRY();
-    {
+    as_tables_owner(namespace_oid, [&] {
         run(namespace_oid, kForgetDropped, nullptr, nullptr);
-    }
-    PG_CATCH();
-    {
-        // The abort of the (sub)transaction undoes the search_path; the role is put back here.
-        SetUserIdAndSecContext(state.saved_user, state.saved_context);
-        PG_RE_THROW();
-    }
-    PG_END_TRY();
-    restore(state);
-    SPI_finish();
+    });
     PG_RETURN_VOID();
 }
