@@ -1,5 +1,6 @@
 -- Aggregates over no rows and over only NULLs, in every plan shape: plain, grouped (sorted and
--- hashed), window frames, and forced parallel plans of each. The result is NULL (the sized
+-- hashed), window frames, and forced parallel plans of each. The planners of PostgreSQL 17 and 18
+-- choose some of these plans differently: aggregate_nulls_1.out and _2.out. The result is NULL (the sized
 -- bloom_agg gives an empty filter for only NULL keys), never a crash.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS bloomfilter;

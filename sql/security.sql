@@ -100,7 +100,8 @@ WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'bloomfilter')
            AND NOT coalesce('search_path=pg_catalog, pg_temp' = ANY (p.proconfig), false)))
 ORDER BY 1;
 -- PUBLIC may only read the filter tables.
-SELECT relname, relacl FROM pg_class WHERE relname IN ('bloom_filters', 'bloom_filter_shards') ORDER BY relname;
+SELECT relname, ARRAY(SELECT a::pg_catalog.text FROM pg_catalog.unnest(relacl) a WHERE pg_catalog.starts_with(a::pg_catalog.text, '=')) AS public_acl
+FROM pg_class WHERE relname IN ('bloom_filters', 'bloom_filter_shards') ORDER BY relname;
 GRANT CREATE ON DATABASE regress_bloom_security TO regress_bloom_tenant;
 
 -- A superuser's table and filter, used with the planted objects first on the search_path.
@@ -296,7 +297,8 @@ ALTER EXTENSION bloomfilter UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'bloomfilter';
 SELECT count(*) AS bound_to_planted FROM pg_depend d
 WHERE d.refclassid = 'pg_operator'::regclass::oid AND d.refobjid IN (SELECT oid FROM pg_operator WHERE oprnamespace = 'public'::regnamespace);
-SELECT relname, relacl FROM pg_class WHERE relname IN ('bloom_filters', 'bloom_filter_shards') ORDER BY relname;
+SELECT relname, ARRAY(SELECT a::pg_catalog.text FROM pg_catalog.unnest(relacl) a WHERE pg_catalog.starts_with(a::pg_catalog.text, '=')) AS public_acl
+FROM pg_class WHERE relname IN ('bloom_filters', 'bloom_filter_shards') ORDER BY relname;
 SELECT count(*) AS generated_functions FROM pg_proc WHERE proname ~ '^bloom_filter_[0-9a-f]{32}_add$';
 RESET SESSION AUTHORIZATION;
 SET search_path = public, pg_catalog;
