@@ -60,6 +60,11 @@ struct StatementText {
 
 constexpr Oid kBloomArray = InvalidOid;
 
+// Adds a key to its shard: one statement, prepared once for each key type.
+constexpr const char kAddKey[] =
+    "UPDATE %1$s.bloom_filter_shards SET f = %1$s.bloom_add(f, $1) "
+    "WHERE name OPERATOR(pg_catalog.=) $2 AND shard OPERATOR(pg_catalog.=) %1$s.bloom_shard($1, $3)";
+
 const StatementText kStatements[kStatementCount] = {
     {"SELECT c.relation::pg_catalog.oid, c.column_name, c.key_type::pg_catalog.oid, c.shards "
      "FROM %s.bloom_filters c WHERE c.name OPERATOR(pg_catalog.=) $1",
@@ -67,18 +72,10 @@ const StatementText kStatements[kStatementCount] = {
     {"SELECT c.relation::pg_catalog.oid FROM %s.bloom_filters c "
      "WHERE c.name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
      1, {TEXTOID}},
-    {"UPDATE %1$s.bloom_filter_shards SET f = %1$s.bloom_add(f, $1) "
-     "WHERE name OPERATOR(pg_catalog.=) $2 AND shard OPERATOR(pg_catalog.=) %1$s.bloom_shard($1, $3)",
-     3, {TEXTOID, TEXTOID, INT4OID}},
-    {"UPDATE %1$s.bloom_filter_shards SET f = %1$s.bloom_add(f, $1) "
-     "WHERE name OPERATOR(pg_catalog.=) $2 AND shard OPERATOR(pg_catalog.=) %1$s.bloom_shard($1, $3)",
-     3, {BYTEAOID, TEXTOID, INT4OID}},
-    {"UPDATE %1$s.bloom_filter_shards SET f = %1$s.bloom_add(f, $1) "
-     "WHERE name OPERATOR(pg_catalog.=) $2 AND shard OPERATOR(pg_catalog.=) %1$s.bloom_shard($1, $3)",
-     3, {INT8OID, TEXTOID, INT4OID}},
-    {"UPDATE %1$s.bloom_filter_shards SET f = %1$s.bloom_add(f, $1) "
-     "WHERE name OPERATOR(pg_catalog.=) $2 AND shard OPERATOR(pg_catalog.=) %1$s.bloom_shard($1, $3)",
-     3, {UUIDOID, TEXTOID, INT4OID}},
+    {kAddKey, 3, {TEXTOID, TEXTOID, INT4OID}},
+    {kAddKey, 3, {BYTEAOID, TEXTOID, INT4OID}},
+    {kAddKey, 3, {INT8OID, TEXTOID, INT4OID}},
+    {kAddKey, 3, {UUIDOID, TEXTOID, INT4OID}},
     {"DELETE FROM %s.bloom_filter_shards WHERE name OPERATOR(pg_catalog.=) $1", 1, {TEXTOID}},
     {"DELETE FROM %s.bloom_filters WHERE name OPERATOR(pg_catalog.=) $1", 1, {TEXTOID}},
     {"INSERT INTO %s.bloom_filters (name, relation, column_name, key_type, capacity, error_rate, "
