@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The benchmarks behind `make bench`, printed side by side with ratios measured in the same run:
-#   a) point lookups with pgbench: bloom_contains on a stored filter, bloom_index_contains on a
+#   a) point lookups with pgbench over the Unix socket: bloom_contains on a stored filter, bloom_index_contains on a
 #      bloomfilter index (of a table, and of a table hash-partitioned into 64 partitions by id),
 #      SELECT 1, a unique-index probe, and the same probe on the partitioned table;
 #   b) a batch check of a million candidates against the stored filter, next to a join of the
@@ -21,14 +21,14 @@
 # non-zero only when something could not be set up or run.
 #
 # Every ratio is the median of ratios taken round by round, between runs next to each other in
-# time (the point lookups of a round even share one pgbench run): on a small shared machine the
-# load of other processes drifts, and adjacent runs see about the same. Knobs: BENCH_LOOKUP_SECONDS (12) and BENCH_LOOKUP_ROUNDS (5) for pgbench,
-# BENCH_ROUNDS (5) for the timed queries of b) and c).
+# time: on a small shared machine the load of other processes drifts, and adjacent runs see about
+# the same. Knobs: BENCH_LOOKUP_SECONDS (3) and BENCH_LOOKUP_ROUNDS (8) for pgbench, BENCH_ROUNDS
+# (5) for the timed queries of b) and c).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-LOOKUP_SECONDS=${BENCH_LOOKUP_SECONDS:-12}
-LOOKUP_ROUNDS=${BENCH_LOOKUP_ROUNDS:-5}
+LOOKUP_SECONDS=${BENCH_LOOKUP_SECONDS:-3}
+LOOKUP_ROUNDS=${BENCH_LOOKUP_ROUNDS:-8}
 ROUNDS=${BENCH_ROUNDS:-5}
 BUILD_DIR=build/bench
 mkdir -p "$BUILD_DIR"
@@ -120,13 +120,11 @@ sql -c "SELECT 'filter: ' || bits || ' bits, k = ' || hashes || ', ' || bytes ||
         FROM filters, bloom_info(f) WHERE id = 1"
 
 # ---------------------------------------------------------------------------------------------
-section "a) point lookup: pgbench -M prepared, 1 client, TCP loopback, $LOOKUP_ROUNDS rounds of $LOOKUP_SECONDS s"
+section "a) point lookup: pgbench -M prepared, 1 client, Unix socket, $LOOKUP_ROUNDS rounds of one $LOOKUP_SECONDS s run per query"
 echo "keys: user<n>@mail.com, n random in [0, 2000000): half present, half absent"
-echo "bloom, SELECT 1, the unique probe and the yardstick run mixed in one pgbench run a round (each"
-echo "transaction picks one at random), so they see the same load; a query's TPS is 1 / the mean"
-echo "latency of its transactions (pgbench -l). The partitioned probe, ten times slower, would take"
-echo "most of a mixed run's time and evict the others' code and data from the CPU caches between"
-echo "transactions: it runs alone, right after."
+echo "Each query runs alone (its code and data stay in the CPU caches), one after another in a"
+echo "round, in an order that rotates from round to round; a ratio is taken within each round, so"
+echo "both sides saw about the same load of the shared machine, and the median over rounds is kept."
 lookups=(bloom index index_partitioned select1 unique partitioned row)
 declare -A lookup_label=(
   [bloom]="bloom_contains(f, email) FROM filters WHERE id = 1"
@@ -137,34 +135,25 @@ declare -A lookup_label=(
   [partitioned]="EXISTS (... users_partitioned WHERE email = ...), 64 partitions"
   [row]="f IS NOT NULL FROM filters WHERE id = 1 (yardstick: no bloom_contains)"
 )
-mixed_lookups=(bloom index index_partitioned select1 unique row)
-# lookup_round SECONDS: the mixed pgbench run, then the partitioned probe alone; prints
-# "script TPS" for each script.
+# lookup_round SECONDS ROUND: one pgbench run per query, the order rotated by ROUND; prints
+# "script TPS" for each.
 lookup_round() {
-  local seconds=$1 dir=$BUILD_DIR/pgbench_lookup script args=() tps
+  local seconds=$1 shift_by=$2 dir=$BUILD_DIR/pgbench_lookup n=${#lookups[@]} i script tps
   rm -rf "$dir" && mkdir -p "$dir"
-  for script in "${mixed_lookups[@]}"; do args+=(-f "bench/lookup_$script.sql"); done
-  "$PGBENCH" -n -M prepared -c 1 -j 1 -T "$seconds" -l --log-prefix="$dir/log" -h 127.0.0.1 \
-    -p "$PGPORT" -U postgres "${args[@]}" postgres >"$dir/pgbench.out" 2>&1 \
-    || { cat "$dir/pgbench.out" >&2; fail "pgbench failed"; }
-  # Log lines: client transaction latency_us script_number epoch us.
-  awk -v names="${mixed_lookups[*]}" 'BEGIN { split(names, name, " ") }
-    { sum[$4] += $3; count[$4]++ }
-    END { for (i = 1; i <= length(name); i++) {
-            if (count[i - 1] == 0) exit 1
-            printf "%s %.1f\n", name[i], 1e6 * count[i - 1] / sum[i - 1] } }' "$dir"/log.* \
-    || fail "a lookup query ran no transaction"
-  "$PGBENCH" -n -M prepared -c 1 -j 1 -T "$(( (seconds + 1) / 2 ))" -h 127.0.0.1 -p "$PGPORT" \
-    -U postgres -f bench/lookup_partitioned.sql postgres >"$dir/partitioned.out" 2>&1 \
-    || { cat "$dir/partitioned.out" >&2; fail "pgbench partitioned failed"; }
-  tps=$(awk '/^tps = / {print $3; exit}' "$dir/partitioned.out")
-  [ -n "$tps" ] || { cat "$dir/partitioned.out" >&2; fail "no tps from pgbench partitioned"; }
-  echo "partitioned $tps"
+  for i in $(seq 0 $(( n - 1 ))); do
+    script=${lookups[$(( (i + shift_by) % n ))]}
+    "$PGBENCH" -n -M prepared -c 1 -j 1 -T "$seconds" -h "$PGHOST" -p "$PGPORT" -U postgres \
+      -f "bench/lookup_$script.sql" postgres >"$dir/$script.out" 2>&1 \
+      || { cat "$dir/$script.out" >&2; fail "pgbench $script failed"; }
+    tps=$(awk '/^tps = / {print $3; exit}' "$dir/$script.out")
+    [ -n "$tps" ] || { cat "$dir/$script.out" >&2; fail "no tps from pgbench $script"; }
+    echo "$script $tps"
+  done
 }
-lookup_round 2 >/dev/null  # warm-up
+lookup_round 1 0 >/dev/null  # warm-up
 declare -A lookup_runs
 for round in $(seq 1 "$LOOKUP_ROUNDS"); do
-  while read -r script tps; do lookup_runs[$script]+="$tps "; done < <(lookup_round "$LOOKUP_SECONDS")
+  while read -r script tps; do lookup_runs[$script]+="$tps "; done < <(lookup_round "$LOOKUP_SECONDS" "$round")
 done
 printf '%-72s %10s   %s\n' "query" "median TPS" "TPS round by round"
 for script in "${lookups[@]}"; do

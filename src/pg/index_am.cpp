@@ -394,6 +394,8 @@ const IndexLayout &index_layout(Relation index) {
                         errmsg("\"%s\" is not a valid bloomfilter index: its metapage is corrupted",
                                RelationGetRelationName(index)),
                         errhint("REINDEX it.")));
+    layout.recent_buffers = static_cast<Buffer *>(
+        MemoryContextAllocZero(index->rd_indexcxt, sizeof(Buffer) * layout.data_pages));
     void *cached = MemoryContextAlloc(index->rd_indexcxt, sizeof(IndexLayout));
     memcpy(cached, &layout, sizeof layout);
     index->rd_amcache = cached;
@@ -405,16 +407,33 @@ KeyHash index_key_hash(Relation index, Datum value) {
     return KeyHash{uint64_t(DatumGetInt64(FunctionCall1Coll(hash, index->rd_indcollation[0], value))), 0};
 }
 
+// A data page for a check, pinned and share-locked. The buffer the page was found in last time
+// is tried first: when it still holds the page, the buffer mapping table is not searched, and the
+// page was checked when this backend first read it (a page read again from disk is verified by
+// the buffer manager).
+namespace {
+Buffer read_data_page(Relation index, const IndexLayout &layout, BlockNumber block) {
+    Buffer &recent = layout.recent_buffers[block - 1];
+    if (recent != InvalidBuffer && ReadRecentBuffer(relation_file(index), MAIN_FORKNUM, block, recent)) {
+        LockBuffer(recent, BUFFER_LOCK_SHARE);
+        return recent;
+    }
+    Buffer buffer = ReadBuffer(index, block);
+    LockBuffer(buffer, BUFFER_LOCK_SHARE);
+    checked_page(index, buffer);
+    recent = buffer;
+    return buffer;
+}
+}  // namespace
+
 bool index_contains(Relation index, KeyHash h) {
     const IndexLayout &layout = index_layout(index);
     const Parameters &p = layout.parameters;
     if (layout.blocks_in_one_page()) {
         const uint64_t start = layout.block_start(h);
-        Buffer buffer = ReadBuffer(index, layout.page_of(start));
-        LockBuffer(buffer, BUFFER_LOCK_SHARE);
-        const bool present =
-            block_contains(page_bits(checked_page(index, buffer)) + layout.offset_in_page(start),
-                           h, kFormatVersion2, p.hashes, p.block_log2);
+        Buffer buffer = read_data_page(index, layout, layout.page_of(start));
+        const bool present = block_contains(page_bits(BufferGetPage(buffer)) + layout.offset_in_page(start),
+                                            h, kFormatVersion2, p.hashes, p.block_log2);
         UnlockReleaseBuffer(buffer);
         return present;
     }
@@ -424,9 +443,8 @@ bool index_contains(Relation index, KeyHash h) {
     for (uint32_t first = 0; first < n && present;) {
         uint32_t end = first;
         while (end < n && places[end].page == places[first].page) end++;
-        Buffer buffer = ReadBuffer(index, places[first].page);
-        LockBuffer(buffer, BUFFER_LOCK_SHARE);
-        present = places_set(checked_page(index, buffer), places + first, end - first);
+        Buffer buffer = read_data_page(index, layout, places[first].page);
+        present = places_set(BufferGetPage(buffer), places + first, end - first);
         UnlockReleaseBuffer(buffer);
         first = end;
     }

@@ -19,6 +19,14 @@ extern "C" {
 }
 
 namespace bloomfilter {
+// The relation's file, as ReadRecentBuffer wants it: a RelFileNode before 16, a RelFileLocator
+// from 16 on.
+#if PG_VERSION_NUM >= 160000
+inline RelFileLocator relation_file(Relation relation) { return relation->rd_locator; }
+#else
+inline RelFileNode relation_file(Relation relation) { return relation->rd_node; }
+#endif
+
 
 constexpr uint32_t kIndexMagic = 0x58494c42;  // "BLIX"
 constexpr uint32_t kIndexLayoutVersion = 1;
@@ -61,6 +69,9 @@ struct IndexLayout {
     uint64_t inserted_by_build;
     uint32_t bytes_per_page;
     uint32_t data_pages;
+    // The shared buffer each data page was last found in by this backend (InvalidBuffer: not
+    // yet), so that a check can pin it again without a lookup in the buffer mapping table.
+    Buffer *recent_buffers;
     uint64_t bits_bytes() const { return parameters.encoded_bytes() - kHeaderBytes; }
     // Whether a block lies in one page.
     bool blocks_in_one_page() const { return parameters.block_bytes() <= bytes_per_page; }
