@@ -9,7 +9,8 @@ CORE_OBJS = src/core/bloom.o
 OBJS = $(CORE_OBJS) src/pg/glue.o src/pg/filter_cache.o src/pg/bloom_type.o src/pg/bloom_ops.o \
        src/pg/bloom_agg.o src/pg/maintained.o src/pg/index_am.o src/pg/index_functions.o
 DATA = bloomfilter--1.0.sql bloomfilter--1.0--1.1.sql bloomfilter--1.1--1.2.sql \
-       bloomfilter--1.2--1.3.sql bloomfilter--1.3.sql bloomfilter--1.3--1.4.sql
+       bloomfilter--1.2--1.3.sql bloomfilter--1.3.sql bloomfilter--1.3--1.4.sql \
+       bloomfilter--1.4--2.0.sql bloomfilter--2.0.sql
 REGRESS = seed types functions aggregates aggregate_nulls aggregate_memory storage formats errors \
           maintained privileges security index index_privileges
 REGRESS_OPTS = --outputdir=$(CURDIR)/build/regress
