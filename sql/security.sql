@@ -4,9 +4,11 @@
 -- maintained-filter function, also with search_path = public, pg_catalog, and roles with few
 -- rights attack the filter tables and the trigger function. Every attack must end in an ERROR
 -- with the SQLSTATE shown, no planted object may run as another role, and the server must not
--- restart. Done twice: on a fresh install of the default version, and on an install of 1.1
--- (which binds the planted operators) updated to the default version. The roles act through SET
--- SESSION AUTHORIZATION, not new connections, so any authentication works (peer included).
+-- restart. Done on a fresh install of 1.4 (the last version with maintained filters, which a
+-- database not yet updated keeps), and on an install of 1.1 (which binds the planted operators)
+-- updated to 1.4; then the database owner updates the first to 2.0, which turns the filters
+-- into bloomfilter indexes. The roles act through SET SESSION AUTHORIZATION, not new
+-- connections, so any authentication works (peer included).
 \set original_database :DBNAME
 SELECT pg_postmaster_start_time() AS start_time \gset
 SET client_min_messages = warning;
@@ -76,10 +78,10 @@ CREATE DATABASE regress_bloom_security TEMPLATE regress_bloom_planted OWNER regr
 CREATE DATABASE regress_bloom_security_updated TEMPLATE regress_bloom_planted OWNER regress_bloom_dbowner;
 
 ---------------------------------------------------------------------------------------------
--- 1. A fresh install by the database owner.
+-- 1. A fresh install of 1.4 by the database owner.
 \c regress_bloom_security
 SET SESSION AUTHORIZATION regress_bloom_dbowner;
-CREATE EXTENSION bloomfilter;
+CREATE EXTENSION bloomfilter VERSION '1.4';
 -- The extension's objects belong to the bootstrap superuser, not to the installing owner
 -- (extension.c runs a trusted script as the bootstrap superuser).
 SELECT pg_get_userbyid(e.extowner) AS extension_owner,
@@ -279,7 +281,8 @@ SELECT count(*) AS planted_runs FROM public.hijack_log;
 SELECT bloom_filter_drop('su_email'), bloom_filter_drop('su_n'), bloom_filter_drop('su_b');
 
 ---------------------------------------------------------------------------------------------
--- 2. Installed at 1.1 (whose scripts bind some planted operators), with a filter, then updated.
+-- 2. Installed at 1.1 (whose scripts bind some planted operators), with a filter, then updated
+-- to 1.4.
 \c regress_bloom_security_updated
 SET SESSION AUTHORIZATION regress_bloom_dbowner;
 CREATE EXTENSION bloomfilter VERSION '1.1';
@@ -293,7 +296,7 @@ SELECT bloom_filter_create('su_email', 'su_accounts', 'email', 10000);
 SELECT count(*) > 0 AS planted_ran_as_superuser_at_1_1 FROM public.hijack_log WHERE run_as = 'postgres';
 TRUNCATE public.hijack_log;
 SET SESSION AUTHORIZATION regress_bloom_dbowner;
-ALTER EXTENSION bloomfilter UPDATE;
+ALTER EXTENSION bloomfilter UPDATE TO '1.4';
 SELECT extversion FROM pg_extension WHERE extname = 'bloomfilter';
 SELECT count(*) AS bound_to_planted FROM pg_depend d
 WHERE d.refclassid = 'pg_operator'::regclass::oid AND d.refobjid IN (SELECT oid FROM pg_operator WHERE oprnamespace = 'public'::regnamespace);
@@ -322,6 +325,51 @@ RESET SESSION AUTHORIZATION;
 SELECT object, run_as, session_role FROM public.hijack_log WHERE run_as <> 'regress_bloom_dbowner' ORDER BY 1, 2, 3;
 SELECT count(*) AS planted_runs FROM public.hijack_log;
 SELECT bloom_filter_drop('su_email');
+
+---------------------------------------------------------------------------------------------
+-- 3. The database owner updates the first database to 2.0: each maintained filter becomes a
+-- bloomfilter index on its column. Names that would break out of the statements the update
+-- builds, a name longer than an identifier, a name taken by a relation of the table's schema, a
+-- column that already has a bloomfilter index, a tenant's filter of its own table.
+\c regress_bloom_security
+RESET SESSION AUTHORIZATION;
+CREATE TABLE public."odd ""table" ("e mail" text, e2 text, e3 text, e4 text);
+INSERT INTO public."odd ""table" SELECT e, e, e, e FROM (SELECT 'user' || i || '@mail.com' FROM generate_series(1, 500) i) AS s (e);
+SELECT bloom_filter_create(name, 'public."odd ""table"', column_name, 1000)
+FROM (VALUES ($n$x$body$ $f$'"; CREATE TABLE public.pwned (); --$n$, 'e mail'),
+             ($n$y"; CREATE TABLE public.pwned (); --$n$, 'e2'),
+             (repeat('long name ', 10), 'e3'), ('su_accounts', 'e4')) AS n (name, column_name);
+SELECT bloom_filter_create('su_n_again', 'su_accounts', 'n', 5000);
+SELECT name, relation FROM bloom_filters ORDER BY name COLLATE "C";
+SET SESSION AUTHORIZATION regress_bloom_dbowner;
+ALTER EXTENSION bloomfilter UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'bloomfilter';
+RESET SESSION AUTHORIZATION;
+SELECT to_regclass('public.pwned') AS pwned;
+-- Every maintained-filter object is gone; the indexes, owned with their tables.
+SELECT count(*) AS maintained_objects FROM pg_class WHERE relname IN ('bloom_filters', 'bloom_filter_shards');
+SELECT count(*) AS maintained_functions FROM pg_proc WHERE proname LIKE 'bloom\_filter\_%';
+SELECT count(*) AS event_triggers FROM pg_event_trigger;
+SELECT count(*) AS triggers FROM pg_trigger WHERE NOT tgisinternal;
+SELECT c.relnamespace::regnamespace AS schema, c.relname AS index, t.relname AS table, pg_get_userbyid(c.relowner) AS owner,
+       pg_get_indexdef(c.oid) LIKE '%USING bloomfilter%' AS bloomfilter, c.reloptions
+FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_class t ON t.oid = i.indrelid
+WHERE c.relam = (SELECT oid FROM pg_am WHERE amname = 'bloomfilter')
+ORDER BY c.relnamespace::regnamespace::text COLLATE "C", c.relname COLLATE "C";
+SELECT count(*) AS nothing_depends_on_planted FROM pg_depend d
+WHERE d.refclassid = 'pg_operator'::regclass::oid
+  AND d.refobjid IN (SELECT oid FROM pg_operator WHERE oprnamespace = 'public'::regnamespace);
+-- Every row is found in each new index, and rows inserted after the update too.
+INSERT INTO public."odd ""table" VALUES ('after@mail.com', 'after@mail.com', 'after@mail.com', 'after@mail.com');
+SELECT c.relname AS index,
+       (SELECT count(*) FROM public."odd ""table" o WHERE NOT bloom_index_contains(c.oid::regclass, o."e mail")) AS false_negatives
+FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+WHERE i.indrelid = 'public."odd ""table"'::regclass ORDER BY c.relname COLLATE "C";
+SET SESSION AUTHORIZATION regress_bloom_tenant;
+INSERT INTO tenant.accounts VALUES ('b@mail.com', NULL, 'x');
+SELECT public.bloom_index_contains('tenant.tenant_v', 'w') AS tenant_w, public.bloom_index_contains('tenant.tenant_v', 'x') AS tenant_x;
+RESET SESSION AUTHORIZATION;
+SELECT object, run_as, session_role FROM public.hijack_log WHERE run_as <> 'regress_bloom_dbowner' ORDER BY 1, 2, 3;
 
 ---------------------------------------------------------------------------------------------
 \c :original_database

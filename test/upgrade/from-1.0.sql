@@ -28,7 +28,7 @@ BEGIN
 END $$;
 
 -- Step by step to the default version, with a maintained filter made by 1.1 (a generated
--- trigger function per filter) to be converted by 1.3.
+-- trigger function per filter) to be converted by 1.3, then into a bloomfilter index by 2.0.
 ALTER EXTENSION bloomfilter UPDATE TO '1.1';
 CREATE TABLE upgrade_accounts (id int PRIMARY KEY, email text);
 INSERT INTO upgrade_accounts SELECT i, 'old' || i || '@mail.com' FROM generate_series(1, 1000) i;
@@ -42,7 +42,7 @@ INSERT INTO bloom_filters VALUES ('upgrade_view', 'upgrade_view', 'email', 'text
 CREATE TEMP TABLE upgrade_shards_before AS
   SELECT shard, f::bytea AS bytes FROM bloom_filter_shards WHERE name = 'upgrade_accounts_email';
 SET client_min_messages = error;
-ALTER EXTENSION bloomfilter UPDATE;
+ALTER EXTENSION bloomfilter UPDATE TO '1.4';
 RESET client_min_messages;
 DO $$
 BEGIN
@@ -78,7 +78,30 @@ BEGIN
     RAISE EXCEPTION 'the converted filter answers wrong';
   END IF;
 END $$;
-DO $$ BEGIN PERFORM bloom_filter_drop('upgrade_accounts_email'); END $$;
+
+-- 2.0: the filter is now the bloomfilter index upgrade_accounts_email on the same column, with
+-- the filter's capacity; nothing of maintained filters is left.
+ALTER EXTENSION bloomfilter UPDATE;
+INSERT INTO upgrade_accounts VALUES (1003, 'added-by-2.0@mail.com');
+DO $$
+BEGIN
+  IF (SELECT pg_get_indexdef('upgrade_accounts_email'::regclass))
+     <> 'CREATE INDEX upgrade_accounts_email ON public.upgrade_accounts USING bloomfilter (email) WITH (capacity=''10000'', error_rate=''0.01'')' THEN
+    RAISE EXCEPTION 'the maintained filter did not become the expected index: %', pg_get_indexdef('upgrade_accounts_email'::regclass);
+  END IF;
+  IF EXISTS (SELECT 1 FROM pg_proc WHERE proname LIKE 'bloom\_filter\_%')
+     OR to_regclass('bloom_filters') IS NOT NULL OR to_regclass('bloom_filter_shards') IS NOT NULL
+     OR EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = 'upgrade_accounts'::regclass AND NOT tgisinternal)
+     OR EXISTS (SELECT 1 FROM pg_event_trigger) THEN
+    RAISE EXCEPTION 'objects of maintained filters are left after the update to 2.0';
+  END IF;
+  IF (SELECT count(*) FROM upgrade_accounts WHERE NOT bloom_index_contains('upgrade_accounts_email', email)) <> 0 THEN
+    RAISE EXCEPTION 'the index made from the maintained filter misses rows';
+  END IF;
+  IF bloom_index_contains('upgrade_accounts_email', 'ghost@mail.com') THEN
+    RAISE EXCEPTION 'the index made from the maintained filter answers wrong';
+  END IF;
+END $$;
 DROP VIEW upgrade_view;
 DROP TABLE upgrade_accounts;
 DO $$
