@@ -5,7 +5,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep);
+use BloomfilterTAP;
 
 my $primary = PostgreSQL::Test::Cluster->new('primary');
 $primary->init(allows_streaming => 1);
@@ -44,17 +44,7 @@ $primary->safe_psql('postgres', q{
 	INSERT INTO users (email) SELECT 'rolled-back' || i || '@mail.com' FROM generate_series(1, 100) i;
 	ROLLBACK;
 });
-$primary->kill9;
-# Its backends exit when they notice the postmaster gone; until then the old shared memory
-# is in use and a new postmaster refuses to start.
-my $started = 0;
-for (my $try = 0; $try < 600 && !$started; $try++) {
-	$started = $primary->start(fail_ok => 1);
-	next if $started;
-	usleep(100_000);
-	$primary->stop('fast', fail_ok => 1);
-}
-ok($started, 'the primary restarts after SIGKILL');
+kill9_and_restart($primary);
 is($primary->safe_psql('postgres', $missing), '0', 'after crash recovery every committed row is found');
 # The bits: every committed key's, and of the rolled-back keys at most theirs (their WAL need
 # not reach the disk before the crash).

@@ -12,7 +12,7 @@ chmod -R a+rwX "$work"
 run() {
   cd "$work" && TESTDIR="$work" PATH="$($PG_CONFIG --bindir):$PATH" \
     PG_REGRESS="$pgxs_dir/src/test/regress/pg_regress" \
-    prove -I "$pgxs_dir/src/test/perl" -I "$work" "$@" t/*.pl
+    prove -I "$pgxs_dir/src/test/perl" -I "$work/t" "$@" t/*.pl
 }
 if [ "$(id -u)" -eq 0 ]; then
   export -f run

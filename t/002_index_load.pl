@@ -1,0 +1,77 @@
+# A bloomfilter index under 8 inserting clients (pgbench): no committed row is ever missing from
+# it, while it grows online (ALTER INDEX ... SET (capacity), REINDEX INDEX CONCURRENTLY, writers
+# never blocked), and after a SIGKILL of the server in the middle of the inserts.
+# Prints "false negatives: <where> <count>" lines for make bench.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use BloomfilterTAP;
+
+my $node = PostgreSQL::Test::Cluster->new('load');
+$node->init;
+$node->append_conf('postgresql.conf', "max_connections = 40\nfsync = on\n");
+$node->start;
+$node->safe_psql('postgres', q{
+	CREATE EXTENSION bloomfilter;
+	CREATE TABLE users (id bigserial PRIMARY KEY, email text NOT NULL UNIQUE);
+	INSERT INTO users (email) SELECT 'user' || i || '@mail.com' FROM generate_series(1, 20000) i;
+	CREATE INDEX users_email_bloom ON users USING bloomfilter (email) WITH (capacity = 100000);
+	CREATE INDEX users_email_ci_bloom ON users USING bloomfilter (lower(email)) WITH (capacity = 100000);
+});
+my $script = $node->basedir . '/signup.sql';
+append_to_file($script,
+	"INSERT INTO users (email) VALUES ('c' || :client_id || '-' || md5(random()::text || clock_timestamp()::text) || '\@Mail.com');\n");
+my $missing = q{SELECT count(*) FROM users WHERE NOT bloom_index_contains('users_email_bloom', email)
+	OR NOT bloom_index_contains('users_email_ci_bloom', upper(email))};
+
+# pgbench in the background: 8 clients inserting for SECONDS.
+sub start_inserts {
+	my ($seconds) = @_;
+	my ($out, $err) = ('', '');
+	my $run = IPC::Run::start(
+		[ 'pgbench', '-n', '-c', '8', '-j', '2', '-T', $seconds, '-f', $script,
+		  '-h', $node->host, '-p', $node->port, 'postgres' ],
+		'>', \$out, '2>', \$err);
+	return ($run, \$out, \$err);
+}
+sub count_rows { return $node->safe_psql('postgres', 'SELECT count(*) FROM users'); }
+
+# Growing online: a new capacity, then REINDEX CONCURRENTLY while the clients insert.
+my $before = count_rows();
+my ($run, $out, $err) = start_inserts(8);
+sleep 2;
+$node->safe_psql('postgres', 'ALTER INDEX users_email_bloom SET (capacity = 400000)');
+$node->safe_psql('postgres', 'REINDEX INDEX CONCURRENTLY users_email_bloom');
+$node->safe_psql('postgres', 'REINDEX INDEX CONCURRENTLY users_email_ci_bloom');
+my $reindexed = count_rows();
+ok($run->finish, 'pgbench ran through both rebuilds, never failing') or diag($$err);
+my $after = count_rows();
+cmp_ok($reindexed, '>', $before, 'rows were inserted while the indexes were rebuilt');
+cmp_ok($after, '>', $reindexed, 'and after');
+is($node->safe_psql('postgres', q{SELECT capacity FROM bloom_index_info('users_email_bloom')}),
+	'400000', 'the rebuilt index has its new capacity');
+is($node->safe_psql('postgres',
+		q{SELECT indisvalid FROM pg_index WHERE indexrelid = 'users_email_bloom'::regclass}),
+	't', 'the rebuilt index is valid');
+my $fn_reindex = $node->safe_psql('postgres', $missing);
+note("false negatives: concurrent-inserts-and-reindex-concurrently $fn_reindex");
+is($fn_reindex, '0', "every committed row is found after REINDEX CONCURRENTLY under load ($after rows)");
+
+# SIGKILL while the clients insert: every row committed before the kill is found after recovery.
+($run, $out, $err) = start_inserts(30);
+sleep 3;
+my $committed_before_kill = count_rows();
+kill9_and_restart($node);
+$run->kill_kill;
+my $recovered = count_rows();
+cmp_ok($recovered, '>=', $committed_before_kill,
+	"recovery kept every row counted before the kill ($committed_before_kill, $recovered after)");
+my $fn_crash = $node->safe_psql('postgres', $missing);
+note("false negatives: sigkill-under-load $fn_crash");
+is($fn_crash, '0', 'every committed row is found after crash recovery');
+
+$node->stop;
+done_testing();
