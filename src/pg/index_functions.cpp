@@ -12,9 +12,13 @@ extern "C" {
 #include "executor/executor.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
+#include "partitioning/partbounds.h"
+#include "partitioning/partdesc.h"
 #include "utils/acl.h"
 #include "utils/guc.h"
 #include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/partcache.h"
 #include "utils/memutils.h"
 #include "utils/pg_lsn.h"
 #include "utils/rls.h"
@@ -87,7 +91,10 @@ struct IndexCheck {
     MemoryContext context;  // everything below
     Bitmapset *columns;     // the table's columns the index reads, for the privilege check
     bool partitioned;
-    List *leaves;  // the partitions' indexes (OIDs) of a partitioned index
+    List *parts;  // a partitioned index's descendants: PartIndex entries, parents before children
+    // The indexed column's name, when the index is on a plain column: where a partition key is
+    // that column, a check visits only the partition the value routes to.
+    char *column_name;
     // An expression index: the value stands for column `column` of the table, and the index's
     // expression of it is the key.
     bool expression;
@@ -97,6 +104,14 @@ struct IndexCheck {
     IndexInfo *index_info;
     EState *estate;
     TupleTableSlot *slot;
+};
+
+// An index under a partitioned index, and the table it indexes.
+struct PartIndex {
+    Oid index;
+    Oid table;
+    Oid parent_index;
+    bool leaf;
 };
 
 HTAB *index_checks;
@@ -163,14 +178,21 @@ void prepare_index_check(IndexCheck *check, Relation index) {
             const Oid parent = linitial_oid(pending);
             pending = list_delete_first(pending);
             ListCell *cell;
-            foreach (cell, find_inheritance_children(parent, AccessShareLock)) {
-                const Oid child = lfirst_oid(cell);
-                if (get_rel_relkind(child) == RELKIND_PARTITIONED_INDEX)
-                    pending = lappend_oid(pending, child);
-                else
-                    check->leaves = lappend_oid(check->leaves, child);
+            // Not locked here: a check locks the partitions' indexes it reads, and only those.
+            foreach (cell, find_inheritance_children(parent, NoLock)) {
+                const Oid table = IndexGetRelation(lfirst_oid(cell), true);
+                if (!OidIsValid(table)) continue;
+                PartIndex *part = static_cast<PartIndex *>(palloc(sizeof(PartIndex)));
+                part->index = lfirst_oid(cell);
+                part->table = table;
+                part->parent_index = parent;
+                part->leaf = get_rel_relkind(part->index) != RELKIND_PARTITIONED_INDEX;
+                check->parts = lappend(check->parts, part);
+                if (!part->leaf) pending = lappend_oid(pending, part->index);
             }
         }
+        if (index->rd_index->indkey.values[0] != 0)
+            check->column_name = get_attname(check->heap_oid, index->rd_index->indkey.values[0], false);
     }
     check->expression = index->rd_index->indkey.values[0] == 0;
     if (!check->expression) {
@@ -275,6 +297,84 @@ bool value_as_column(Datum value, Oid value_type, Oid column_type, Datum *out) {
     return true;
 }
 
+// The partition of `table` (partitioned) that rows with this value of the indexed column go to:
+// 1 and the partition in *partition, 0 when no partition takes the value, -1 when the partition
+// key is not the indexed column alone (any partition may hold the value).
+int route_value(const IndexCheck *check, Relation table, Datum column_value, Oid *partition) {
+    PartitionKey key = RelationGetPartitionKey(table);
+    if (check->column_name == nullptr || key->partnatts != 1 || key->partattrs[0] == 0) return -1;
+    const char *key_column = get_attname(RelationGetRelid(table), key->partattrs[0], false);
+    if (strcmp(key_column, check->column_name) != 0) return -1;
+    PartitionDesc desc = RelationGetPartitionDesc(table, false);
+    PartitionBoundInfo bounds = desc->boundinfo;
+    if (desc->nparts == 0 || bounds == nullptr) return 0;
+    int part = -1;
+    bool equal = false;
+    switch (get_partition_strategy(key)) {
+        case PARTITION_STRATEGY_HASH: {
+            bool isnull = false;
+            const uint64 hash = compute_partition_hash_value(key->partnatts, key->partsupfunc,
+                                                             key->partcollation, &column_value, &isnull);
+            part = bounds->indexes[hash % bounds->nindexes];
+            break;
+        }
+        case PARTITION_STRATEGY_LIST: {
+            const int offset = partition_list_bsearch(key->partsupfunc, key->partcollation, bounds,
+                                                      column_value, &equal);
+            if (offset >= 0 && equal) part = bounds->indexes[offset];
+            break;
+        }
+        case PARTITION_STRATEGY_RANGE: {
+            const int offset = partition_range_datum_bsearch(key->partsupfunc, key->partcollation,
+                                                             bounds, 1, &column_value, &equal);
+            part = bounds->indexes[offset + 1];
+            break;
+        }
+        default:
+            return -1;
+    }
+    if (part < 0) part = bounds->default_index;
+    if (part < 0) return 0;
+    *partition = desc->oids[part];
+    return 1;
+}
+
+// Whether a partition's index, under the partitioned index `index` of `table`, may hold the key:
+// only the partition the value routes to is visited when the partition key is the indexed
+// column, every partition otherwise.
+bool partitions_contain(const IndexCheck *check, Oid table, Oid index, Datum column_value, KeyHash h) {
+    Oid routed = InvalidOid;
+    if (check->column_name != nullptr) {
+        Relation parent = table_open(table, AccessShareLock);
+        const int routes = route_value(check, parent, column_value, &routed);
+        table_close(parent, NoLock);
+        if (routes == 0) return false;
+    }
+    for (;;) {
+        bool visited = false;
+        ListCell *cell;
+        foreach (cell, check->parts) {
+            const PartIndex *part = static_cast<const PartIndex *>(lfirst(cell));
+            if (part->parent_index != index || (OidIsValid(routed) && part->table != routed)) continue;
+            visited = true;
+            bool present;
+            if (part->leaf) {
+                Relation leaf = index_open(part->index, AccessShareLock);
+                check_valid(leaf);
+                present = index_contains(leaf, h);
+                index_close(leaf, NoLock);
+            } else {
+                present = partitions_contain(check, part->table, part->index, column_value, h);
+            }
+            if (present || OidIsValid(routed)) return present;
+        }
+        // The partition the value routes to has no index under this one (it is being attached
+        // or detached): every partition is visited instead.
+        if (!OidIsValid(routed) || visited) return false;
+        routed = InvalidOid;
+    }
+}
+
 }  // namespace
 
 // bloom_index_contains(index, value): false when no row of the index's table has that key
@@ -341,18 +441,14 @@ extern "C" Datum bloom_index_contains(PG_FUNCTION_ARGS) {
         h = index_key_hash(index, key);
         ResetPerTupleExprContext(check->estate);
     }
-    bool present = false;
+    bool present;
     if (!check->partitioned) {
         present = index_contains(index, h);
     } else {
-        ListCell *cell;
-        foreach (cell, check->leaves) {
-            Relation leaf = index_open(lfirst_oid(cell), AccessShareLock);
-            check_valid(leaf);
-            present = index_contains(leaf, h);
-            index_close(leaf, NoLock);
-            if (present) break;
-        }
+        Datum column_value = value;
+        // No row of the column's type can hold an integer out of its range.
+        present = (check->expression || value_as_column(value, value_type, check->column_type, &column_value)) &&
+                  partitions_contain(check, check->heap_oid, check->index_oid, column_value, h);
     }
     index_close(index, NoLock);
     PG_RETURN_BOOL(present);

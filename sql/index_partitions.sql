@@ -1,0 +1,68 @@
+-- Tables partitioned by the indexed column: a check reads only the index of the partition the
+-- value routes to, level by level while a level's partition key is that column, and every
+-- partition's index under a level partitioned by something else. The locks a check takes show
+-- which partitions' indexes it read.
+CREATE EXTENSION IF NOT EXISTS bloomfilter;
+CREATE SCHEMA regress_routing;
+SET search_path = regress_routing, public;
+-- The answer, then the partitions' indexes the check read (locked until the transaction ends).
+CREATE FUNCTION checked(index regclass, value anyelement) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  found bool := bloom_index_contains(index, value);
+BEGIN
+  RETURN found || ' ' || array_to_string(ARRAY(
+    SELECT c.relname::text FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+    WHERE l.pid = pg_backend_pid() AND l.locktype = 'relation' AND c.relkind = 'i'
+      AND c.relnamespace = 'regress_routing'::regnamespace ORDER BY 1), ',');
+END $$;
+
+-- Hash partitions on the indexed column.
+CREATE TABLE by_hash (email text NOT NULL) PARTITION BY HASH (email);
+SELECT format('CREATE TABLE by_hash_%s PARTITION OF by_hash FOR VALUES WITH (MODULUS 4, REMAINDER %s)', r, r)
+FROM generate_series(0, 3) r \gexec
+INSERT INTO by_hash SELECT 'user' || i || '@mail.com' FROM generate_series(1, 2000) i;
+CREATE INDEX by_hash_bloom ON by_hash USING bloomfilter (email) WITH (capacity = 1000);
+SELECT checked('by_hash_bloom', 'user7@mail.com'::text) AS present;
+SELECT checked('by_hash_bloom', 'ghost@mail.com'::text) AS absent;
+SELECT count(*) AS false_negatives FROM by_hash WHERE NOT bloom_index_contains('by_hash_bloom', email);
+SELECT count(*) FILTER (WHERE bloom_index_contains('by_hash_bloom', 'none' || i)) < 60 AS few_false_positives
+FROM generate_series(1, 2000) i;
+
+-- List partitions with a default, on a varchar column.
+CREATE TABLE by_list (country varchar(2) NOT NULL, id int) PARTITION BY LIST (country);
+CREATE TABLE by_list_de PARTITION OF by_list FOR VALUES IN ('de');
+CREATE TABLE by_list_fr PARTITION OF by_list FOR VALUES IN ('fr', 'be');
+CREATE TABLE by_list_other PARTITION OF by_list DEFAULT;
+INSERT INTO by_list VALUES ('de', 1), ('fr', 2), ('be', 3), ('it', 4);
+CREATE INDEX by_list_bloom ON by_list USING bloomfilter (country) WITH (capacity = 100);
+SELECT checked('by_list_bloom', 'de'::text) AS de;
+SELECT checked('by_list_bloom', 'be'::text) AS be;
+SELECT checked('by_list_bloom', 'it'::text) AS it;
+SELECT checked('by_list_bloom', 'nl'::text) AS nl;
+
+-- Range partitions on an integer column, no default: a value no partition takes reads nothing,
+-- nor does an integer out of the column's range; a level below partitioned by another column
+-- is read whole.
+CREATE TABLE by_range (id int NOT NULL, email text) PARTITION BY RANGE (id);
+CREATE TABLE by_range_low PARTITION OF by_range FOR VALUES FROM (0) TO (1000);
+CREATE TABLE by_range_high PARTITION OF by_range FOR VALUES FROM (1000) TO (2000) PARTITION BY HASH (email);
+CREATE TABLE by_range_high_0 PARTITION OF by_range_high FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+CREATE TABLE by_range_high_1 PARTITION OF by_range_high FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+INSERT INTO by_range SELECT i, 'user' || i || '@mail.com' FROM generate_series(0, 1999) i WHERE i <> 1777;
+CREATE INDEX by_range_bloom ON by_range USING bloomfilter (id) WITH (capacity = 2000);
+SELECT checked('by_range_bloom', 7) AS low;
+SELECT checked('by_range_bloom', 1500) AS high;
+SELECT checked('by_range_bloom', 1777) AS high_absent;
+SELECT checked('by_range_bloom', 5000) AS no_partition;
+SELECT checked('by_range_bloom', 5000000000) AS out_of_range;
+SELECT count(*) AS false_negatives FROM by_range WHERE NOT bloom_index_contains('by_range_bloom', id);
+
+-- A filled table attached as a partition: its rows are found through the routed check.
+CREATE TABLE by_range_more (id int NOT NULL, email text);
+INSERT INTO by_range_more SELECT i, 'user' || i || '@mail.com' FROM generate_series(2000, 2999) i;
+ALTER TABLE by_range ATTACH PARTITION by_range_more FOR VALUES FROM (2000) TO (3000);
+SELECT checked('by_range_bloom', 2500) AS attached;
+SELECT count(*) AS false_negatives FROM by_range WHERE NOT bloom_index_contains('by_range_bloom', id);
+
+RESET search_path;
+DROP SCHEMA regress_routing CASCADE;
