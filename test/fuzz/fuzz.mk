@@ -4,8 +4,9 @@
 #   make fuzz-smoke   the same, FUZZ_SMOKE_SECONDS (30) each; part of `make test`
 #   make fuzz-corpus  regenerate the committed seed corpus in test/fuzz/corpus/
 #   make fuzz-sqlsmith  random SQL from sqlsmith (SQLSMITH_SECONDS, 60) against a throwaway
-#                     cluster holding bloom values and maintained filters, installed extension;
-#                     fails on a crashed server process (test/fuzz/sqlsmith.sh). Part of make fuzz.
+#                     cluster holding bloom values and bloomfilter indexes, installed extension;
+#                     fails on a crashed server process or an index missing a row
+#                     (test/fuzz/sqlsmith.sh). Part of make fuzz.
 # Each run starts from test/fuzz/corpus/<target> and keeps what it finds in
 # build/fuzz/corpus/<target>. A crash, sanitizer report, leak or timeout fails the target; the
 # input is saved as build/fuzz/<target>-crash-* and the log as build/fuzz/<target>.log.
