@@ -11,7 +11,7 @@ OBJS = $(CORE_OBJS) src/pg/glue.o src/pg/filter_cache.o src/pg/bloom_type.o src/
 DATA = bloomfilter--1.0.sql bloomfilter--1.0--1.1.sql bloomfilter--1.1--1.2.sql \
        bloomfilter--1.2--1.3.sql bloomfilter--1.3.sql bloomfilter--1.3--1.4.sql \
        bloomfilter--1.4--2.0.sql bloomfilter--2.0.sql
-REGRESS = seed types functions aggregates aggregate_nulls aggregate_memory storage formats errors \
+REGRESS = million_emails types functions aggregates aggregate_nulls aggregate_memory storage formats errors \
           maintained privileges security index index_privileges index_partitions signup
 REGRESS_OPTS = --outputdir=$(CURDIR)/build/regress
 

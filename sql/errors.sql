@@ -1,13 +1,8 @@
 -- Every error, with its SQLSTATE and message.
 CREATE EXTENSION IF NOT EXISTS bloomfilter;
 
-CREATE FUNCTION pg_temp.error_of(query text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE query;
-  RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/sql/include/helpers.sql
 
 -- Parameters: 22023, naming the parameter and its range.
 SELECT pg_temp.error_of($$SELECT bloom_empty(0)$$);

@@ -3,13 +3,8 @@
 -- filter's version. A union of the two versions is refused.
 CREATE EXTENSION IF NOT EXISTS bloomfilter;
 
-CREATE FUNCTION pg_temp.error_of(query text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE query;
-  RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/sql/include/helpers.sql
 
 -- The version byte (the 5th) of a filter.
 CREATE FUNCTION pg_temp.version_of(f bloom) RETURNS int LANGUAGE sql AS

@@ -85,13 +85,8 @@ SELECT count(*) AS triggers_left FROM pg_trigger WHERE tgfoid = 'bloom_filter_ma
 DROP TABLE events;
 
 -- Errors.
-CREATE FUNCTION pg_temp.error_of(query text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE query;
-  RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/sql/include/helpers.sql
 SELECT pg_temp.error_of($$SELECT bloom_filter_create('x', 'accounts', 'missing', 100)$$);
 SELECT pg_temp.error_of($$SELECT bloom_filter_create('x', 'accounts', 'note', 0)$$);
 SELECT pg_temp.error_of($$SELECT bloom_filter_create('x', 'accounts', 'note', 100, 2)$$);

@@ -9,13 +9,7 @@ INSERT INTO users (email) VALUES ('taken@mail.com');
 -- From the source tree, wherever the suite runs (pg_regress sets PG_ABS_SRCDIR).
 \getenv abs_srcdir PG_ABS_SRCDIR
 \i :abs_srcdir/test/examples/signup.sql
-CREATE FUNCTION pg_temp.error_of(query text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE query;
-  RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+\i :abs_srcdir/sql/include/helpers.sql
 CALL sign_up('fresh@mail.com');
 CALL sign_up_single('fresh-single@mail.com');
 CALL sign_up_sharded('fresh-sharded@mail.com');

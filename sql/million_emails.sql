@@ -1,4 +1,4 @@
--- The seed article's scenario: 1,000,000 registered emails, p = 1%.
+-- The scenario of the article this project grew from: 1,000,000 registered emails, p = 1%.
 -- The upgrade run installs 1.0 and updates it before the suite: quiet "already exists" here.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS bloomfilter;
