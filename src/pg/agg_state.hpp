@@ -1,0 +1,130 @@
+// The state of the aggregates bloom_agg and bloom_union_agg (see bloom_agg.cpp), and the hash
+// container of the auto-sized forms: the distinct 64-bit hashes of the keys (format version 2's),
+// held in 7 bytes each and appended to 256 buckets by their top bits (appends stay in cache, and
+// each bucket is deduplicated on its own, in cache, at the end). A bucket is a list of chunks,
+// so growing never copies and at most its last chunk is partly empty; it is deduplicated before
+// it grows only when a HyperLogLog sketch says the input repeats itself, so memory follows the
+// number of distinct keys without deduplicating a mostly distinct input more than once.
+#pragma once
+
+#include "glue.hpp"
+
+namespace bloomfilter {
+
+// The format of the filters the auto-sized form builds: its held hashes are this version's.
+constexpr uint32_t kAutoVersion = kFormatVersion2;
+constexpr uint32_t kBucketBits = 8;
+constexpr uint32_t kBuckets = 1u << kBucketBits;
+// Chunks grow from 70 hashes to 290 (2 KB): small groups stay small, and the partly empty last
+// chunks of all buckets add at most 0.5 MB, 0.25 MB on average. With the 16-byte chunk header
+// and the spare byte each size stays just under a power of two, as the memory context rounds it.
+constexpr uint32_t kChunkCapacities[] = {70, 143, 290};
+
+// Deduplicate when the hashes held exceed the estimated distinct count by this factor.
+constexpr double kDeduplicateAbove = 1.5;
+
+// A hash is held in 7 bytes: its top byte is the bucket's number.
+constexpr size_t kHeldHashBytes = 7;
+
+struct HashChunk {
+    HashChunk *next;
+    uint32_t count;
+    uint32_t capacity;
+    uint8_t hashes[1];  // `capacity` x 7 bytes and a spare byte, allocated past the struct's end
+
+    // The 7 bytes are moved as 8 (the eighth belongs to the next hash, or is the chunk's spare
+    // byte, and is written back as it was): one load instead of seven.
+    uint64_t get(uint32_t i, uint32_t bucket) const {
+        const uint8_t *p = hashes + size_t(i) * kHeldHashBytes;
+        return (load_u64(p) & kLow56) | (uint64_t(bucket) << 56);
+    }
+    void put(uint32_t i, uint64_t h) {
+        uint8_t *p = hashes + size_t(i) * kHeldHashBytes;
+        store_u64(p, (load_u64(p) & ~kLow56) | (h & kLow56));
+    }
+    static constexpr uint64_t kLow56 = (uint64_t(1) << 56) - 1;
+};
+static_assert(kBuckets == 256, "a held hash drops exactly the top byte, the bucket's number");
+
+// Appending touches only the bucket (256 of them: 10 kB, which stays in cache), never the
+// chunk's header: the last chunk's count is its capacity less `room`, and is written to its
+// header only when another chunk follows it or the chunks are rearranged.
+struct HashBucket {
+    HashChunk *first;
+    HashChunk *last;
+    uint8_t *tail;  // where the next hash goes in the last chunk
+    uint32_t room;  // free places left in the last chunk (0 without chunks)
+    size_t count;
+
+    uint32_t count_of(const HashChunk *chunk) const {
+        return chunk == last ? chunk->capacity - room : chunk->count;
+    }
+    // Writes the last chunk's count to its header.
+    void settle() {
+        if (last) last->count = last->capacity - room;
+    }
+    // Appends after the last chunk's `count` hashes from now on.
+    void resume() {
+        room = last ? last->capacity - last->count : 0;
+        tail = last ? last->hashes + size_t(last->count) * kHeldHashBytes : nullptr;
+    }
+    // The eighth byte belongs to a hash not written yet (or is the chunk's spare byte), so it is
+    // overwritten without being read: reading it would wait on memory the chunk has never
+    // touched.
+    void append(uint64_t h) {
+        store_u64(tail, h);
+        tail += kHeldHashBytes;
+        room--;
+        count++;
+    }
+};
+
+struct AggregateState {
+    bool auto_sized;
+    KeyKind kind;
+    // Sized state.
+    struct varlena *filter;
+    Header header;
+    // Auto-sized state.
+    double error_rate;
+    uint64_t inserted;  // non-NULL keys seen, duplicates included
+    MemoryContext context;
+    HashBucket *buckets;  // kBuckets of them
+    uint64_t held;        // hashes held in all buckets
+    DistinctSketch *sketch;
+    double distinct_estimate;  // the sketch's estimate when held was below estimate_again_at
+    uint64_t estimate_again_at;
+    // A deserialized auto-sized state has no buckets: it reads its hashes in place, from the
+    // serialized bytes (256 x u32 the count of each bucket, then the bucket's hashes).
+    const uint8_t *serialized_buckets;
+};
+
+// The aggregate memory context; an error when called outside an aggregate.
+MemoryContext aggregate_context(FunctionCallInfo fcinfo, const char *name);
+AggregateState *new_state(MemoryContext context, bool auto_sized, KeyKind kind);
+AggregateState *new_auto_state(MemoryContext context, KeyKind kind, double error_rate);
+void check_error_rate(double error_rate);
+// Copies a filter into the aggregate context as a new sized state.
+AggregateState *sized_state_from(MemoryContext context, KeyKind kind, struct varlena *filter,
+                                 const Header &header);
+// Holds a key's hash and counts the key.
+void collect(AggregateState *state, uint64_t h);
+// Whether the input repeats itself enough for deduplicating to pay.
+bool repeats_enough(AggregateState *state);
+// Deduplicates every bucket (count_only: only counts); returns the number of distinct hashes.
+uint64_t deduplicate_all(AggregateState *state, bool count_only);
+// Appends a copy of every hash of `source` to `target`, bucket by bucket in one chunk each.
+void copy_hashes(AggregateState *target, const AggregateState *source);
+
+// Calls use(h) for every hash held, bucket by bucket.
+template <typename Use>
+void for_each_hash(const AggregateState *state, Use &&use) {
+    for (uint32_t b = 0; b < kBuckets; b++) {
+        const HashBucket &bucket = state->buckets[b];
+        for (const HashChunk *chunk = bucket.first; chunk != nullptr; chunk = chunk->next)
+            for (uint32_t i = 0, n = bucket.count_of(chunk); i < n; i++) use(chunk->get(i, b));
+    }
+}
+
+
+}  // namespace bloomfilter
