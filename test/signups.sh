@@ -69,11 +69,11 @@ SQL
     signup_sql="INSERT INTO users (email) VALUES ('c' || :client_id || '-' || :n || '@mail.com');"
   fi
   cat > "$work/$variant-signup.sql" <<SQL
-\set n random(1, 1000000000000)
+\set n random(1, 9000000000000000000)
 $signup_sql
 SQL
   cat > "$work/$variant-rollback.sql" <<SQL
-\set n random(1, 1000000000000)
+\set n random(1, 9000000000000000000)
 BEGIN;
 ${signup_sql//\'c\'/\'rb\'}
 ROLLBACK;
