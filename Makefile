@@ -6,7 +6,7 @@
 EXTENSION = bloomfilter
 MODULE_big = bloomfilter
 CORE_OBJS = src/core/bloom.o
-OBJS = $(CORE_OBJS) src/pg/glue.o src/pg/filter_cache.o src/pg/bloom_type.o src/pg/bloom_ops.o \
+OBJS = $(CORE_OBJS) src/pg/glue.o src/pg/toast_slices.o src/pg/statement_cache.o src/pg/stored_lookup.o src/pg/bloom_type.o src/pg/bloom_ops.o \
        src/pg/bloom_agg.o src/pg/agg_state.o src/pg/agg_serial.o src/pg/maintained.o src/pg/index_am.o src/pg/index_functions.o
 DATA = bloomfilter--1.0.sql bloomfilter--1.0--1.1.sql bloomfilter--1.1--1.2.sql \
        bloomfilter--1.2--1.3.sql bloomfilter--1.3.sql bloomfilter--1.3--1.4.sql \
@@ -45,9 +45,8 @@ installcheck: | build/regress
 build/regress:
 	@mkdir -p $@
 
-# PGXS tracks no header dependencies here: every object inlines the core's header.
-$(OBJS): src/core/bloom.hpp
-$(filter src/pg/%,$(OBJS)): src/pg/glue.hpp src/pg/compat.hpp
+# PGXS tracks no header dependencies: every object depends on every header.
+$(OBJS): src/core/bloom.hpp $(wildcard src/pg/*.hpp)
 
 .PHONY: deps demo test deb dist meta-test unit-test regress-test regress-list tap-test python-test \
         golden-vectors concurrency-test survival-test limits-test \

@@ -109,7 +109,8 @@ done
 on coordinator -c "SELECT format('users: %s rows (node0 %s local, node1 %s, node2 %s, as seen from the coordinator)',
   count(*), count(*) FILTER (WHERE bloom_shard(email, 3) = 0), count(*) FILTER (WHERE bloom_shard(email, 3) = 1),
   count(*) FILTER (WHERE bloom_shard(email, 3) = 2)) FROM users"
-SHARD_CAPACITY=$(on coordinator -c "SELECT bloom_filter_shard_capacity($CAPACITY, $SHARDS)")
+# Each shard sized for its share of the capacity plus four standard deviations of a binomial share.
+SHARD_CAPACITY=$(on coordinator -c "SELECT ceil($CAPACITY.0 / $SHARDS + 4 * sqrt($CAPACITY.0 / $SHARDS * (1 - 1.0 / $SHARDS)))::bigint")
 FILTER_BYTES=$(on coordinator -c "SELECT bytes FROM bloom_info(bloom_empty($CAPACITY, $ERROR_RATE))")
 SHARD_BYTES=$(on coordinator -c "SELECT bytes FROM bloom_info(bloom_empty($SHARD_CAPACITY, $ERROR_RATE))")
 echo "filter: $FILTER_BYTES bytes; $SHARDS shards of capacity $SHARD_CAPACITY, $SHARD_BYTES bytes each"

@@ -1,21 +1,5 @@
-// Reading a stored filter no more than a check needs.
-//
-// A filter stored out of line and uncompressed (the type's default STORAGE external) can be read
-// in slices: a point lookup fetches the 36-byte header and the one block holding the key's bits,
-// never the whole value, in one scan of the TOAST index: the block's place is worked out from the
-// value's length for the usual 4096-bit blocks, and checked against the header it arrives with
-// (other block sizes cost a second fetch). When the same stored filter is checked again within a
-// statement (a batch: a join, an array, a filter from a subquery), it is read whole once and kept
-// in fn_extra, keyed by its TOAST pointer, as PostGIS's lwgeom_cache.c does. An explicit flag says
-// whether the cache holds a copy (MemoryContextContains cannot be used for that from PostgreSQL 16
-// on).
-//
-// Each backend also remembers where the TOAST chunks it read lie (their TIDs), so the next
-// lookup in the same value fetches its two chunks straight from the heap, without the index
-// scan, which costs more than the rest of a lookup. A remembered place is only a hint: the tuple
-// found there must be visible and carry the expected value id and chunk number, or the lookup
-// goes through the index as before. A value's chunks never move while it exists.
-#include "glue.hpp"
+// The TOAST slice reader (see toast_slices.hpp).
+#include "toast_slices.hpp"
 
 extern "C" {
 #include "access/genam.h"
@@ -35,49 +19,6 @@ extern "C" {
 namespace bloomfilter {
 
 namespace {
-
-// Identifies an on-disk TOAST value; its contents never change while it exists.
-struct ToastKey {
-    Oid toast_relation;
-    Oid value_id;
-    int32 raw_size;
-
-    static ToastKey of(const varatt_external &pointer) {
-        return ToastKey{pointer.va_toastrelid, pointer.va_valueid, pointer.va_rawsize};
-    }
-    bool operator==(const ToastKey &o) const {
-        return toast_relation == o.toast_relation && value_id == o.value_id &&
-               raw_size == o.raw_size;
-    }
-};
-
-struct FilterCache {
-    bool has_seen;  // a point lookup already read slices of `seen`
-    ToastKey seen;
-    bool has_copy;  // `copy` holds the whole of `cached`, validated
-    ToastKey cached;
-    struct varlena *copy;
-    Header header;
-};
-
-FilterCache *cache_of(FunctionCallInfo fcinfo) {
-    if (fcinfo->flinfo->fn_extra == nullptr)
-        fcinfo->flinfo->fn_extra =
-            MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(FilterCache));
-    return static_cast<FilterCache *>(fcinfo->flinfo->fn_extra);
-}
-
-// VARATT_EXTERNAL_IS_COMPRESSED, without its signed/unsigned comparison.
-bool is_compressed(const varatt_external &pointer) {
-    return VARATT_EXTERNAL_GET_EXTSIZE(pointer) < uint32(pointer.va_rawsize) - VARHDRSZ;
-}
-
-// A byte range of a stored value and where to copy it.
-struct Slice {
-    uint64_t offset;
-    uint32_t length;
-    uint8_t *out;
-};
 
 // Where this backend last found TOAST chunks: a direct-mapped table, one entry per (value, chunk)
 // hash, overwritten on collision. 4096 entries (80 kB) hold every chunk of a 1.2 MB filter
@@ -202,6 +143,8 @@ bool fetch_remembered(Relation toast, Snapshot snapshot, const varatt_external &
     return true;
 }
 
+}  // namespace
+
 // Copies each slice of an uncompressed out-of-line value, reading only the TOAST chunks that hold
 // them (a few: the header and one 512-byte block): from where this backend last found them, or
 // else in one ordered index scan (chunk_seq = ANY of their chunk numbers).
@@ -260,128 +203,6 @@ void fetch_slices(const varatt_external &pointer, Slice *slices, int count) {
                         errmsg("corrupted bloom value: %d of %d TOAST chunks of value %u found",
                                fetched, wanted_count, pointer.va_valueid)));
     pfree(chunk_numbers);
-}
-
-// The format version each backend last saw in a stored value, so that the block it fetches
-// along with the header is the right one for filters written before version 2 too. Only a
-// guess: the header fetched with the block decides, and a wrong guess costs a second fetch.
-struct SeenVersion {
-    Oid toast_relation;
-    Oid value_id;
-    uint32_t version;
-};
-constexpr uint32_t kSeenVersions = 256;
-SeenVersion seen_versions[kSeenVersions];
-
-SeenVersion &seen_version_of(const varatt_external &pointer) {
-    return seen_versions[(pointer.va_valueid ^ pointer.va_toastrelid * 0x9e3779b9u) % kSeenVersions];
-}
-
-uint32_t guess_version(const varatt_external &pointer) {
-    const SeenVersion &seen = seen_version_of(pointer);
-    return seen.value_id == pointer.va_valueid && seen.toast_relation == pointer.va_toastrelid
-               ? seen.version
-               : kFormatVersion;
-}
-
-bool slice_contains(struct varlena *stored, const varatt_external &pointer, KeyBytes key) {
-    const uint64_t total_length = VARATT_EXTERNAL_GET_EXTSIZE(pointer);
-    uint8_t head[kHeaderBytes];
-    uint8_t guessed_block[1u << (kMinBlockLog2 - 3)];
-    // Where the key's block is if blocks are 4096 bits, as they are for up to 7 hashes.
-    const uint32_t guessed_version = guess_version(pointer);
-    KeyHash h = hash_bytes(guessed_version, key.data, key.length);
-    const uint64_t guessed_blocks =
-        total_length > kHeaderBytes ? (total_length - kHeaderBytes) >> (kMinBlockLog2 - 3) : 0;
-    Slice slices[2] = {{0, uint32_t(kHeaderBytes), head}, {0, 0, guessed_block}};
-    int count = 1;
-    if (guessed_blocks > 0 && guessed_blocks <= UINT32_MAX) {
-        slices[1].offset = block_offset(
-            block_index(block_hash(h, guessed_version), uint32_t(guessed_blocks)), kMinBlockLog2);
-        slices[1].length = sizeof guessed_block;
-        count = 2;
-    }
-    fetch_slices(pointer, slices, count);
-    Header header;
-    report_status(read_header(head, kHeaderBytes, total_length, &header), Origin::stored_value);
-    const Parameters &p = header.parameters;
-    if (p.version == guessed_version) {
-        if (count == 2 && p.block_log2 == kMinBlockLog2 && p.blocks == guessed_blocks)
-            return block_contains(guessed_block, h, p.version, p.hashes, p.block_log2);
-    } else {
-        seen_version_of(pointer) = SeenVersion{pointer.va_toastrelid, pointer.va_valueid, p.version};
-        h = hash_bytes(p.version, key.data, key.length);
-    }
-
-    // Larger blocks (up to 2 MB), or another version than guessed: PostgreSQL's own slice
-    // fetch, now that the header says where.
-    const uint64_t offset = block_offset(block_index(block_hash(h, p.version), p.blocks), p.block_log2);
-    struct varlena *block = detoast_attr_slice(stored, int32(offset), int32(p.block_bytes()));
-    if (bloom_length(block) != p.block_bytes())
-        report_status(Status::bad_length, Origin::stored_value);
-    bool found = block_contains(bloom_bytes(block), h, p.version, p.hashes, p.block_log2);
-    pfree(block);
-    return found;
-}
-
-bool contains_key(uint8_t *data, const Parameters &parameters, KeyBytes key) {
-    FilterRef ref = FilterRef::of(data, parameters);
-    return ref.contains(ref.hash(key.data, key.length));
-}
-
-}  // namespace
-
-struct varlena *read_filter_cached(FunctionCallInfo fcinfo, Datum filter, Header *header) {
-    struct varlena *stored = reinterpret_cast<struct varlena *>(DatumGetPointer(filter));
-    if (!VARATT_IS_EXTERNAL_ONDISK(stored)) return read_filter(filter, header);
-
-    varatt_external pointer;
-    VARATT_EXTERNAL_GET_POINTER(pointer, stored);
-    const ToastKey key = ToastKey::of(pointer);
-    FilterCache *cache = cache_of(fcinfo);
-    if (cache->has_copy && cache->cached == key) {
-        *header = cache->header;
-        return cache->copy;
-    }
-    if (cache->has_copy) {
-        cache->has_copy = false;
-        pfree(cache->copy);
-    }
-    MemoryContext previous = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
-    struct varlena *copy = detoast_attr(stored);
-    MemoryContextSwitchTo(previous);
-    validate_or_report(bloom_bytes(copy), bloom_length(copy), Origin::stored_value, header);
-    cache->copy = copy;
-    cache->cached = key;
-    cache->header = *header;
-    cache->has_copy = true;
-    return copy;
-}
-
-bool filter_contains(FunctionCallInfo fcinfo, Datum filter, KeyBytes key) {
-    struct varlena *stored = reinterpret_cast<struct varlena *>(DatumGetPointer(filter));
-    Header header;
-    if (VARATT_IS_EXTERNAL_ONDISK(stored)) {
-        varatt_external pointer;
-        VARATT_EXTERNAL_GET_POINTER(pointer, stored);
-        const ToastKey toast_key = ToastKey::of(pointer);
-        FilterCache *cache = cache_of(fcinfo);
-        if (cache->has_copy && cache->cached == toast_key)
-            return contains_key(bloom_bytes(cache->copy), cache->header.parameters, key);
-        bool seen_before = cache->has_seen && cache->seen == toast_key;
-        if (!is_compressed(pointer) && !seen_before) {
-            cache->has_seen = true;
-            cache->seen = toast_key;
-            return slice_contains(stored, pointer, key);
-        }
-        // Checked twice in one statement, or compressed (no slice reads): read it whole once.
-        struct varlena *whole = read_filter_cached(fcinfo, filter, &header);
-        return contains_key(bloom_bytes(whole), header.parameters, key);
-    }
-    struct varlena *value = read_filter(filter, &header);
-    bool found = contains_key(bloom_bytes(value), header.parameters, key);
-    if (value != stored) pfree(value);
-    return found;
 }
 
 }  // namespace bloomfilter
