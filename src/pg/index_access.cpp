@@ -1,0 +1,204 @@
+// What a check of a bloomfilter index needs of it, and who may read it (see index_access.hpp).
+#include "index_access.hpp"
+
+
+extern "C" {
+#include "access/genam.h"
+#include "access/table.h"
+#include "access/xlog.h"
+#include "access/xlogrecovery.h"
+#include "catalog/index.h"
+#include "catalog/pg_inherits.h"
+#include "executor/executor.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "partitioning/partbounds.h"
+#include "partitioning/partdesc.h"
+#include "utils/acl.h"
+#include "utils/guc.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/partcache.h"
+#include "utils/memutils.h"
+#include "utils/pg_lsn.h"
+#include "utils/rls.h"
+}
+
+
+namespace bloomfilter {
+
+namespace {
+
+HTAB *index_checks;
+
+
+}  // namespace
+
+// An index that is not valid may miss keys: one being built by CREATE INDEX CONCURRENTLY (or
+// left by a failed one), or a partitioned index some partition has no index for. Its "absent"
+// could be wrong, so it answers nothing.
+void check_valid(Relation index) {
+    if (!index->rd_index->indisvalid)
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("bloomfilter index \"%s\" is not valid", RelationGetRelationName(index)),
+                        errdetail("It is being built, or was left by a failed CREATE INDEX CONCURRENTLY, "
+                                  "or a partition has no index attached to it, and may miss keys."),
+                        errhint("Wait for the build to finish, REINDEX it, or attach an index to "
+                                "every partition.")));
+}
+
+Relation open_bloomfilter_index(Oid index_oid) {
+    Relation index = index_open(index_oid, AccessShareLock);
+    if (!is_bloomfilter_index(index))
+        ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
+                        errmsg("\"%s\" is not a bloomfilter index", RelationGetRelationName(index))));
+    check_valid(index);
+    return index;
+}
+
+namespace {
+
+// Called inside invalidation processing, which can happen while a check is in use: it only
+// marks, and index_check() frees.
+void invalidate_index_checks(Datum, Oid relid) {
+    HASH_SEQ_STATUS scan;
+    hash_seq_init(&scan, index_checks);
+    for (IndexCheck *check; (check = static_cast<IndexCheck *>(hash_seq_search(&scan))) != nullptr;)
+        if (relid == InvalidOid || check->index_oid == relid || check->heap_oid == relid)
+            check->valid = false;
+}
+
+void forget_index_check(IndexCheck *check) {
+    if (check->estate != nullptr) FreeExecutorState(check->estate);
+    if (check->context != nullptr) MemoryContextDelete(check->context);
+    const Oid key = check->index_oid;
+    hash_search(index_checks, &key, HASH_REMOVE, nullptr);
+}
+
+// The index's table's columns it reads: key columns, and those of its expressions and predicate
+// (as offsets by FirstLowInvalidHeapAttributeNumber, as pull_varattnos gives them).
+Bitmapset *index_columns(Relation index) {
+    Bitmapset *columns = nullptr;
+    for (int i = 0; i < index->rd_index->indnatts; i++)
+        if (index->rd_index->indkey.values[i] != 0)
+            columns = bms_add_member(columns, index->rd_index->indkey.values[i] -
+                                                  FirstLowInvalidHeapAttributeNumber);
+    pull_varattnos(reinterpret_cast<Node *>(RelationGetIndexExpressions(index)), 1, &columns);
+    pull_varattnos(reinterpret_cast<Node *>(RelationGetIndexPredicate(index)), 1, &columns);
+    return columns;
+}
+
+void prepare_index_check(IndexCheck *check, Relation index) {
+    check->heap_oid = index->rd_index->indrelid;
+    check->columns = index_columns(index);
+    check->partitioned = index->rd_rel->relkind == RELKIND_PARTITIONED_INDEX;
+    if (check->partitioned) {
+        List *pending = list_make1_oid(check->index_oid);
+        while (pending != NIL) {
+            const Oid parent = linitial_oid(pending);
+            pending = list_delete_first(pending);
+            ListCell *cell;
+            // Not locked here: a check locks the partitions' indexes it reads, and only those.
+            foreach (cell, find_inheritance_children(parent, NoLock)) {
+                const Oid table = IndexGetRelation(lfirst_oid(cell), true);
+                if (!OidIsValid(table)) continue;
+                PartIndex *part = static_cast<PartIndex *>(palloc(sizeof(PartIndex)));
+                part->index = lfirst_oid(cell);
+                part->table = table;
+                part->parent_index = parent;
+                part->leaf = get_rel_relkind(part->index) != RELKIND_PARTITIONED_INDEX;
+                check->parts = lappend(check->parts, part);
+                if (!part->leaf) pending = lappend_oid(pending, part->index);
+            }
+        }
+        if (index->rd_index->indkey.values[0] != 0)
+            check->column_name = get_attname(check->heap_oid, index->rd_index->indkey.values[0], false);
+    }
+    check->expression = index->rd_index->indkey.values[0] == 0;
+    if (!check->expression) {
+        check->column_type = TupleDescAttr(RelationGetDescr(index), 0)->atttypid;
+        return;
+    }
+    Bitmapset *columns = nullptr;
+    pull_varattnos(reinterpret_cast<Node *>(RelationGetIndexExpressions(index)), 1, &columns);
+    const int member = bms_num_members(columns) == 1 ? bms_next_member(columns, -1) : -1;
+    if (member < 0 || member + FirstLowInvalidHeapAttributeNumber <= 0)
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                        errmsg("bloom_index_contains needs an index on one column or on an "
+                               "expression of one column; \"%s\" is not",
+                               RelationGetRelationName(index))));
+    check->column = AttrNumber(member + FirstLowInvalidHeapAttributeNumber);
+    Relation heap = table_open(check->heap_oid, AccessShareLock);
+    check->heap_owner = heap->rd_rel->relowner;
+    // A copy: the relation's own descriptor is reference-counted per transaction.
+    TupleDesc descriptor = CreateTupleDescCopy(RelationGetDescr(heap));
+    table_close(heap, NoLock);
+    check->column_type = TupleDescAttr(descriptor, check->column - 1)->atttypid;
+    check->index_info = BuildIndexInfo(index);
+    check->estate = CreateExecutorState();
+    check->slot = MakeSingleTupleTableSlot(descriptor, &TTSOpsVirtual);
+}
+
+}  // namespace
+
+IndexCheck *index_check(Relation index) {
+    if (index_checks == nullptr) {
+        HASHCTL control{};
+        control.keysize = sizeof(Oid);
+        control.entrysize = sizeof(IndexCheck);
+        control.hcxt = CacheMemoryContext;
+        index_checks = hash_create("bloomfilter index checks", 16, &control,
+                                   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+        CacheRegisterRelcacheCallback(invalidate_index_checks, (Datum)0);
+    }
+    const Oid index_oid = RelationGetRelid(index);
+    bool found;
+    IndexCheck *check =
+        static_cast<IndexCheck *>(hash_search(index_checks, &index_oid, HASH_FIND, &found));
+    if (found && check->valid) return check;
+    if (found) forget_index_check(check);
+    check = static_cast<IndexCheck *>(hash_search(index_checks, &index_oid, HASH_ENTER, &found));
+    memset(reinterpret_cast<char *>(check) + sizeof(Oid), 0, sizeof(IndexCheck) - sizeof(Oid));
+    check->context = AllocSetContextCreate(CacheMemoryContext, "bloomfilter index check",
+                                           ALLOCSET_SMALL_SIZES);
+    MemoryContext previous = MemoryContextSwitchTo(check->context);
+    PG_TRY();
+    {
+        prepare_index_check(check, index);
+    }
+    PG_CATCH();
+    {
+        MemoryContextSwitchTo(previous);
+        forget_index_check(check);
+        PG_RE_THROW();
+    }
+    PG_END_TRY();
+    MemoryContextSwitchTo(previous);
+    check->valid = true;
+    return check;
+}
+
+// Answers reveal whether a value is in the indexed columns: the caller needs SELECT on them,
+// and a table with row-level security is refused (the filter would answer for every tenant's
+// rows) unless the caller bypasses it. Checked on every call: privileges can change between
+// statements.
+void check_may_read(Relation index, const IndexCheck *check, const char *function) {
+    const Oid user = GetUserId();
+    if (check_enable_rls(check->heap_oid, InvalidOid, false) == RLS_ENABLED)
+        ereport(ERROR,
+                (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                 errmsg("%s cannot read index \"%s\": table \"%s\" has row-level security",
+                        function, RelationGetRelationName(index), get_rel_name(check->heap_oid)),
+                 errhint("Only a role that bypasses row-level security can check this index.")));
+    if (pg_class_aclcheck(check->heap_oid, user, ACL_SELECT) == ACLCHECK_OK) return;
+    for (int member = -1; (member = bms_next_member(check->columns, member)) >= 0;) {
+        const AttrNumber column = AttrNumber(member + FirstLowInvalidHeapAttributeNumber);
+        if (pg_attribute_aclcheck(check->heap_oid, column, user, ACL_SELECT) != ACLCHECK_OK)
+            ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                            errmsg("permission denied for table %s", get_rel_name(check->heap_oid)),
+                            errdetail("%s reads index \"%s\", which needs SELECT on the columns it indexes.",
+                                      function, RelationGetRelationName(index))));
+    }
+}
+
+}  // namespace bloomfilter

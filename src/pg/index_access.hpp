@@ -1,0 +1,53 @@
+// What a check of a bloomfilter index needs of it, and who may read it: shared by
+// bloom_index_contains (index_contains.cpp) and the functions that read an index's filter
+// (index_read.cpp).
+#pragma once
+
+#include "index_pages.hpp"
+
+namespace bloomfilter {
+
+// What a check needs of an index, worked out on the first check in this backend and kept until
+// the index or its table changes (a relcache invalidation of either): prepared statements run
+// with a new fn_extra each time, and this work would cost more than the check itself.
+struct IndexCheck {
+    Oid index_oid;  // the hash key
+    Oid heap_oid;
+    bool valid;
+    MemoryContext context;  // everything below
+    Bitmapset *columns;     // the table's columns the index reads, for the privilege check
+    bool partitioned;
+    List *parts;  // a partitioned index's descendants: PartIndex entries, parents before children
+    // The indexed column's name, when the index is on a plain column: where a partition key is
+    // that column, a check visits only the partition the value routes to.
+    char *column_name;
+    // An expression index: the value stands for column `column` of the table, and the index's
+    // expression of it is the key.
+    bool expression;
+    AttrNumber column;
+    Oid column_type;  // of the value: the indexed column's, or the expression's column's
+    Oid heap_owner;
+    IndexInfo *index_info;
+    EState *estate;
+    TupleTableSlot *slot;
+};
+
+// An index under a partitioned index, and the table it indexes.
+struct PartIndex {
+    Oid index;
+    Oid table;
+    Oid parent_index;
+    bool leaf;
+};
+
+// Opens a bloomfilter index (AccessShareLock) that answers: 42809 if it is not a bloomfilter
+// index, 55000 if it may miss keys.
+Relation open_bloomfilter_index(Oid index_oid);
+// Errors with 55000 when an index may miss keys.
+void check_valid(Relation index);
+// What a check needs of the index, kept in this backend until the index or its table changes.
+IndexCheck *index_check(Relation index);
+// Errors unless the caller may learn what the index holds (42501).
+void check_may_read(Relation index, const IndexCheck *check, const char *function);
+
+}  // namespace bloomfilter

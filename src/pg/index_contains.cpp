@@ -1,0 +1,228 @@
+// bloom_index_contains: the check of a bloomfilter index, through an expression index's
+// expression and over a partitioned index's partitions.
+#include "index_access.hpp"
+
+
+extern "C" {
+#include "access/genam.h"
+#include "access/table.h"
+#include "access/xlog.h"
+#include "access/xlogrecovery.h"
+#include "catalog/index.h"
+#include "catalog/pg_inherits.h"
+#include "executor/executor.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "partitioning/partbounds.h"
+#include "partitioning/partdesc.h"
+#include "utils/acl.h"
+#include "utils/guc.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/partcache.h"
+#include "utils/memutils.h"
+#include "utils/pg_lsn.h"
+#include "utils/rls.h"
+}
+
+
+using namespace bloomfilter;
+
+extern "C" {
+PG_FUNCTION_INFO_V1(bloom_index_contains);
+}
+
+namespace {
+
+// Which values can be keys of which column types: the same bytes are hashed.
+enum class KeyFamily { text, bytea, integer, uuid, other };
+
+KeyFamily key_family(Oid type) {
+    switch (type) {
+        case TEXTOID:
+        case VARCHAROID: return KeyFamily::text;
+        case BYTEAOID: return KeyFamily::bytea;
+        case INT2OID:
+        case INT4OID:
+        case INT8OID: return KeyFamily::integer;
+        case UUIDOID: return KeyFamily::uuid;
+        default: return KeyFamily::other;
+    }
+}
+
+// The value as the column's type, or false when no value of the column's type can equal it (an
+// integer out of the column's range).
+bool value_as_column(Datum value, Oid value_type, Oid column_type, Datum *out) {
+    if (column_type == INT2OID || column_type == INT4OID) {
+        const int64 v = DatumGetInt64(value);
+        if (column_type == INT2OID) {
+            if (v < PG_INT16_MIN || v > PG_INT16_MAX) return false;
+            *out = Int16GetDatum(int16(v));
+        } else {
+            if (v < PG_INT32_MIN || v > PG_INT32_MAX) return false;
+            *out = Int32GetDatum(int32(v));
+        }
+        return true;
+    }
+    *out = value;
+    return true;
+}
+
+// The partition of `table` (partitioned) that rows with this value of the indexed column go to:
+// 1 and the partition in *partition, 0 when no partition takes the value, -1 when the partition
+// key is not the indexed column alone (any partition may hold the value).
+int route_value(const IndexCheck *check, Relation table, Datum column_value, Oid *partition) {
+    PartitionKey key = RelationGetPartitionKey(table);
+    if (check->column_name == nullptr || key->partnatts != 1 || key->partattrs[0] == 0) return -1;
+    const char *key_column = get_attname(RelationGetRelid(table), key->partattrs[0], false);
+    if (strcmp(key_column, check->column_name) != 0) return -1;
+    PartitionDesc desc = RelationGetPartitionDesc(table, false);
+    PartitionBoundInfo bounds = desc->boundinfo;
+    if (desc->nparts == 0 || bounds == nullptr) return 0;
+    int part = -1;
+    bool equal = false;
+    switch (get_partition_strategy(key)) {
+        case PARTITION_STRATEGY_HASH: {
+            bool isnull = false;
+            const uint64 hash = compute_partition_hash_value(key->partnatts, key->partsupfunc,
+                                                             key->partcollation, &column_value, &isnull);
+            part = bounds->indexes[hash % bounds->nindexes];
+            break;
+        }
+        case PARTITION_STRATEGY_LIST: {
+            const int offset = partition_list_bsearch(key->partsupfunc, key->partcollation, bounds,
+                                                      column_value, &equal);
+            if (offset >= 0 && equal) part = bounds->indexes[offset];
+            break;
+        }
+        case PARTITION_STRATEGY_RANGE: {
+            const int offset = partition_range_datum_bsearch(key->partsupfunc, key->partcollation,
+                                                             bounds, 1, &column_value, &equal);
+            part = bounds->indexes[offset + 1];
+            break;
+        }
+        default:
+            return -1;
+    }
+    if (part < 0) part = bounds->default_index;
+    if (part < 0) return 0;
+    *partition = desc->oids[part];
+    return 1;
+}
+
+// Whether a partition's index, under the partitioned index `index` of `table`, may hold the key:
+// only the partition the value routes to is visited when the partition key is the indexed
+// column, every partition otherwise.
+bool partitions_contain(const IndexCheck *check, Oid table, Oid index, Datum column_value, KeyHash h) {
+    Oid routed = InvalidOid;
+    if (check->column_name != nullptr) {
+        Relation parent = table_open(table, AccessShareLock);
+        const int routes = route_value(check, parent, column_value, &routed);
+        table_close(parent, NoLock);
+        if (routes == 0) return false;
+    }
+    for (;;) {
+        bool visited = false;
+        ListCell *cell;
+        foreach (cell, check->parts) {
+            const PartIndex *part = static_cast<const PartIndex *>(lfirst(cell));
+            if (part->parent_index != index || (OidIsValid(routed) && part->table != routed)) continue;
+            visited = true;
+            bool present;
+            if (part->leaf) {
+                Relation leaf = index_open(part->index, AccessShareLock);
+                check_valid(leaf);
+                present = index_contains(leaf, h);
+                index_close(leaf, NoLock);
+            } else {
+                present = partitions_contain(check, part->table, part->index, column_value, h);
+            }
+            if (present || OidIsValid(routed)) return present;
+        }
+        // The partition the value routes to has no index under this one (it is being attached
+        // or detached): every partition is visited instead.
+        if (!OidIsValid(routed) || visited) return false;
+        routed = InvalidOid;
+    }
+}
+
+}  // namespace
+
+
+// bloom_index_contains(index, value): false when no row of the index's table has that key
+// (for an expression index: that the expression gives for the value); true when one probably
+// does. NULL when the expression gives NULL.
+extern "C" Datum bloom_index_contains(PG_FUNCTION_ARGS) {
+    const Oid index_oid = PG_GETARG_OID(0);
+    const Datum value = PG_GETARG_DATUM(1);
+    const Oid value_type = get_fn_expr_argtype(fcinfo->flinfo, 1);
+    Relation index = open_bloomfilter_index(index_oid);
+    IndexCheck *check = index_check(index);
+    check_may_read(index, check, "bloom_index_contains");
+    if (key_family(value_type) != key_family(check->column_type) ||
+        key_family(value_type) == KeyFamily::other)
+        ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+                        errmsg("index \"%s\" has keys of type %s, not %s",
+                               RelationGetRelationName(index), format_type_be(check->column_type),
+                               format_type_be(value_type))));
+    KeyHash h;
+    if (!check->expression) {
+        // The value's bytes are those the column's value would have (an integer is hashed as
+        // the bigint of the same value).
+        h = hash_key(value, key_kind_of(value_type), kFormatVersion2);
+    } else {
+        Datum column_value;
+        if (!value_as_column(value, value_type, check->column_type, &column_value)) {
+            index_close(index, NoLock);
+            PG_RETURN_BOOL(false);
+        }
+        TupleTableSlot *slot = check->slot;
+        ExecClearTuple(slot);
+        for (int i = 0; i < slot->tts_tupleDescriptor->natts; i++) {
+            slot->tts_values[i] = (Datum)0;
+            slot->tts_isnull[i] = true;
+        }
+        slot->tts_values[check->column - 1] = column_value;
+        slot->tts_isnull[check->column - 1] = false;
+        ExecStoreVirtualTuple(slot);
+        ExprContext *econtext = GetPerTupleExprContext(check->estate);
+        econtext->ecxt_scantuple = slot;
+        Datum key;
+        bool key_is_null;
+        // The expression's functions are the table owner's code: they run as the owner, in a
+        // security-restricted operation, as PostgreSQL runs them for REINDEX or VACUUM, never
+        // with the caller's rights.
+        Oid caller;
+        int security_context;
+        GetUserIdAndSecContext(&caller, &security_context);
+        SetUserIdAndSecContext(check->heap_owner, security_context | SECURITY_RESTRICTED_OPERATION);
+        const int guc_level = NewGUCNestLevel();
+#if PG_VERSION_NUM >= 170000
+        RestrictSearchPath();
+#endif
+        MemoryContext previous = MemoryContextSwitchTo(GetPerTupleMemoryContext(check->estate));
+        FormIndexDatum(check->index_info, slot, check->estate, &key, &key_is_null);
+        MemoryContextSwitchTo(previous);
+        AtEOXact_GUC(false, guc_level);
+        SetUserIdAndSecContext(caller, security_context);
+        if (key_is_null) {
+            ResetPerTupleExprContext(check->estate);
+            index_close(index, NoLock);
+            PG_RETURN_NULL();
+        }
+        h = index_key_hash(index, key);
+        ResetPerTupleExprContext(check->estate);
+    }
+    bool present;
+    if (!check->partitioned) {
+        present = index_contains(index, h);
+    } else {
+        Datum column_value = value;
+        // No row of the column's type can hold an integer out of its range.
+        present = (check->expression || value_as_column(value, value_type, check->column_type, &column_value)) &&
+                  partitions_contain(check, check->heap_oid, check->index_oid, column_value, h);
+    }
+    index_close(index, NoLock);
+    PG_RETURN_BOOL(present);
+}
+
