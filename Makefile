@@ -5,7 +5,8 @@
 
 EXTENSION = bloomfilter
 MODULE_big = bloomfilter
-CORE_OBJS = $(CORE_OBJS) src/pg/glue.o src/pg/bloom_type.o src/pg/bloom_ops.o \
+CORE_OBJS = src/core/bloom.o
+OBJS = $(CORE_OBJS) src/pg/glue.o src/pg/bloom_type.o src/pg/bloom_ops.o \
        src/pg/toast_slices.o src/pg/statement_cache.o src/pg/stored_lookup.o \
        src/pg/bloom_agg.o src/pg/agg_state.o src/pg/agg_serial.o src/pg/maintained.o \
        src/pg/index_am.o src/pg/index_access.o src/pg/index_contains.o src/pg/index_read.o \
