@@ -172,10 +172,10 @@ void BM_core_contains_cached(benchmark::State &state) { core_contains_cycling(st
 
 // contains through each way of checking a block this machine has, the vector one that
 // BM_core_contains uses included: what the vector check saves, and what a CPU without it gets.
-void core_contains_through(benchmark::State &state, bloomfilter::VectorBlockContains vector) {
+void core_contains_through(benchmark::State &state, bloomfilter::BlockCheck check) {
     Data &d = data();
     bloomfilter::FilterRef filter = d.core();
-    filter.vector_contains = vector;
+    filter.check = check;
     size_t i = 0;
     for (auto _ : state) {
         std::string_view key = d.probes[i];
@@ -184,9 +184,11 @@ void core_contains_through(benchmark::State &state, bloomfilter::VectorBlockCont
     }
     state.SetItemsProcessed(state.iterations());
 }
-void BM_core_contains_scalar(benchmark::State &state) { core_contains_through(state, nullptr); }
+void BM_core_contains_scalar(benchmark::State &state) {
+    core_contains_through(state, bloomfilter::block_check_for(bloomfilter::CheckPath::scalar));
+}
 void BM_core_contains_avx2(benchmark::State &state) {
-    bloomfilter::VectorBlockContains avx2 = bloomfilter::vector_block_contains_for(bloomfilter::VectorPath::avx2);
+    bloomfilter::BlockCheck avx2 = bloomfilter::block_check_for(bloomfilter::CheckPath::avx2);
     if (avx2 == nullptr) return state.SkipWithError("no AVX2 on this CPU");
     core_contains_through(state, avx2);
 }
@@ -220,7 +222,7 @@ void print_setup() {
                 (unsigned long long)d.parameters.block_bytes(), d.parameters.hashes, d.core_bytes.size(),
                 double(core_positives) / double(kCapacity));
     std::printf("core: contains checks blocks with %s\n",
-                bloomfilter::vector_path_name(bloomfilter::chosen_vector_path()));
+                bloomfilter::chosen_check_path_name());
     std::printf("seed: %llu bits, k = %u, %zu bytes, false-positive rate %.4f\n",
                 (unsigned long long)d.seed_filter.bits(), d.seed_filter.hashes(), d.seed_filter.bytes(),
                 double(seed_positives) / double(kCapacity));
@@ -236,6 +238,7 @@ void print_setup() {
 int main(int argc, char **argv) {
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    bloomfilter::choose_check_path();
     print_setup();
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
