@@ -80,6 +80,13 @@ build/golden_vectors: test/vectors/generate.cpp test/vectors/golden.hpp src/core
 golden-vectors: build/golden_vectors
 	build/golden_vectors > test/vectors/golden.json
 
+# The core's benchmark (bench/run.sh, section d): Google Benchmark, next to libbloom and the seed
+# article's algorithm (OpenSSL's SHA-256 and MD5).
+BENCH_SOURCES = bench/core_bench.cpp bench/seed_algorithm.cpp src/core/bloom.cpp
+build/core_bench: $(BENCH_SOURCES) bench/seed_algorithm.hpp src/core/bloom.hpp
+	@mkdir -p build
+	$(CXX) -std=c++17 -O2 -Wall -Wextra -o $@ $(BENCH_SOURCES) -lbenchmark -lbloom -lcrypto -pthread
+
 unit-test: build/unit_test build/unit_test_sanitized
 	build/unit_test
 	build/unit_test_sanitized

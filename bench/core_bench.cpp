@@ -1,8 +1,11 @@
 // Google Benchmark of the C++ core's add and contains on the filter of the seed scenario
-// (1,000,000 keys user0@mail.com .. user999999@mail.com at error_rate 0.01), next to the seed
-// article's algorithm (seed_algorithm.hpp) on the same keys. Each operation hashes its key.
-// Probes are in random order, half present and half absent, as in the SQL benchmarks.
+// (1,000,000 keys user0@mail.com .. user999999@mail.com at error_rate 0.01), next to libbloom
+// (Debian's libbloom-dev, a C Bloom filter library in wide use) and the seed article's algorithm
+// (seed_algorithm.hpp) on the same keys. Each operation hashes its key. Probes are in random
+// order, half present and half absent, as in the SQL benchmarks. The core's contains is also
+// timed through each way of checking a block (CheckPath) the CPU has, forced.
 #include <benchmark/benchmark.h>
+#include <bloom.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -50,8 +53,13 @@ struct Data {
     std::vector<uint8_t> v1_bytes;  // the same keys in a format version 1 filter
     bloomfilter::Parameters v1_parameters;
     seed::BloomFilter seed_filter{kCapacity, kErrorRate};
+    struct bloom libbloom_filter;
 
     Data() : keys(stored_keys()), probes(probe_keys()) {
+        if (bloom_init(&libbloom_filter, int(kCapacity), kErrorRate) != 0) {
+            std::fprintf(stderr, "libbloom's bloom_init failed\n");
+            std::exit(1);
+        }
         if (bloomfilter::size_filter(kCapacity, kErrorRate, &parameters) != bloomfilter::Status::ok) {
             std::fprintf(stderr, "size_filter failed\n");
             std::exit(1);
@@ -63,6 +71,7 @@ struct Data {
             filter.add(filter.hash(keys[i].data(), keys[i].size()));
             v1_filter.add(v1_filter.hash(keys[i].data(), keys[i].size()));
             seed_filter.add(keys[i]);
+            bloom_add(&libbloom_filter, keys[i].data(), int(keys[i].size()));
         }
     }
 
@@ -170,12 +179,15 @@ void BM_core_hash(benchmark::State &state) {
 // from a filter larger than L2.
 void BM_core_contains_cached(benchmark::State &state) { core_contains_cycling(state, data().core(), 1024); }
 
-// contains through each way of checking a block this machine has, the vector one that
-// BM_core_contains uses included: what the vector check saves, and what a CPU without it gets.
-void core_contains_through(benchmark::State &state, bloomfilter::VectorBlockContains vector) {
+// contains through each way of checking a block, forced, where the CPU has it: what each saves,
+// and what a CPU without the faster ones gets (the AVX2 figure is an AVX2-only CPU's, but for
+// its memory). BM_core_contains takes the one choose_check_path() chose.
+void core_contains_through(benchmark::State &state, bloomfilter::CheckPath path) {
     Data &d = data();
     bloomfilter::FilterRef filter = d.core();
-    filter.vector_contains = vector;
+    filter.check = bloomfilter::block_check_for(path);
+    if (filter.check == nullptr)
+        return state.SkipWithError((std::string("no ") + bloomfilter::check_path_name(path) + " path on this CPU").c_str());
     size_t i = 0;
     for (auto _ : state) {
         std::string_view key = d.probes[i];
@@ -184,11 +196,35 @@ void core_contains_through(benchmark::State &state, bloomfilter::VectorBlockCont
     }
     state.SetItemsProcessed(state.iterations());
 }
-void BM_core_contains_scalar(benchmark::State &state) { core_contains_through(state, nullptr); }
-void BM_core_contains_avx2(benchmark::State &state) {
-    bloomfilter::VectorBlockContains avx2 = bloomfilter::vector_block_contains_for(bloomfilter::VectorPath::avx2);
-    if (avx2 == nullptr) return state.SkipWithError("no AVX2 on this CPU");
-    core_contains_through(state, avx2);
+void BM_core_contains_scalar(benchmark::State &state) { core_contains_through(state, bloomfilter::CheckPath::scalar); }
+void BM_core_contains_avx2(benchmark::State &state) { core_contains_through(state, bloomfilter::CheckPath::avx2); }
+void BM_core_contains_avx512(benchmark::State &state) { core_contains_through(state, bloomfilter::CheckPath::avx512); }
+
+// libbloom on the same keys: its bloom_add and bloom_check hash the key themselves (MurmurHash2,
+// twice) and reduce each position modulo the bit count.
+void BM_libbloom_add(benchmark::State &state) {
+    Data &d = data();
+    struct bloom filter;
+    if (bloom_init(&filter, int(kCapacity), kErrorRate) != 0) return state.SkipWithError("bloom_init failed");
+    size_t i = 0;
+    for (auto _ : state) {
+        std::string_view key = d.keys[i];
+        benchmark::DoNotOptimize(bloom_add(&filter, key.data(), int(key.size())));
+        if (++i == d.keys.size()) i = 0;
+    }
+    bloom_free(&filter);
+    state.SetItemsProcessed(state.iterations());
+}
+
+void BM_libbloom_contains(benchmark::State &state) {
+    Data &d = data();
+    size_t i = 0;
+    for (auto _ : state) {
+        std::string_view key = d.probes[i];
+        benchmark::DoNotOptimize(bloom_check(&d.libbloom_filter, key.data(), int(key.size())));
+        if (++i == d.probes.size()) i = 0;
+    }
+    state.SetItemsProcessed(state.iterations());
 }
 
 BENCHMARK(BM_core_add);
@@ -197,33 +233,52 @@ BENCHMARK(BM_core_hash);
 BENCHMARK(BM_core_contains_cached);
 BENCHMARK(BM_core_contains_scalar);
 BENCHMARK(BM_core_contains_avx2);
+BENCHMARK(BM_core_contains_avx512);
 BENCHMARK(BM_core_contains_v1);
+BENCHMARK(BM_libbloom_add);
+BENCHMARK(BM_libbloom_contains);
 BENCHMARK(BM_seed_add);
 BENCHMARK(BM_seed_contains);
 
-// Both filters' measured false-positive rate on 1,000,000 keys never added, as a check that
-// the two do the same job.
-void print_setup() {
+// Each filter's memory and measured false-positive rate on 1,000,000 keys never added, as a check
+// that they do the same job, and the check the core chose with what its calibration measured.
+void print_setup(const bloomfilter::CheckCalibration &calibration) {
     Data &d = data();
     bloomfilter::FilterRef core = d.core(), v1 = d.core_v1();
-    uint64_t core_positives = 0, seed_positives = 0, missed = 0;
+    uint64_t core_positives = 0, libbloom_positives = 0, seed_positives = 0, missed = 0;
     for (uint64_t i = 0; i < kCapacity; i++) {
         std::string key = "absent" + std::to_string(i) + "@mail.com";
         core_positives += core.contains(core.hash(key.data(), key.size()));
+        libbloom_positives += bloom_check(&d.libbloom_filter, key.data(), int(key.size())) == 1;
         seed_positives += d.seed_filter.contains(key);
     }
     for (size_t i = 0; i < d.keys.size(); i++)
         missed += !core.contains(core.hash(d.keys[i].data(), d.keys[i].size())) +
-                  !v1.contains(v1.hash(d.keys[i].data(), d.keys[i].size())) + !d.seed_filter.contains(d.keys[i]);
-    std::printf("core: %llu bits in %u blocks of %llu bytes, k = %u, %zu bytes encoded, false-positive rate %.4f\n",
-                (unsigned long long)d.parameters.bits(), d.parameters.blocks,
-                (unsigned long long)d.parameters.block_bytes(), d.parameters.hashes, d.core_bytes.size(),
-                double(core_positives) / double(kCapacity));
-    std::printf("core: contains checks blocks with %s\n",
-                bloomfilter::vector_path_name(bloomfilter::chosen_vector_path()));
-    std::printf("seed: %llu bits, k = %u, %zu bytes, false-positive rate %.4f\n",
-                (unsigned long long)d.seed_filter.bits(), d.seed_filter.hashes(), d.seed_filter.bytes(),
-                double(seed_positives) / double(kCapacity));
+                  !v1.contains(v1.hash(d.keys[i].data(), d.keys[i].size())) + !d.seed_filter.contains(d.keys[i]) +
+                  (bloom_check(&d.libbloom_filter, d.keys[i].data(), int(d.keys[i].size())) != 1);
+    auto line = [](const char *name, uint64_t bytes, uint32_t hashes, uint64_t positives, const char *what) {
+        std::printf("filter %s: %llu bytes, %.2f bits per key, k = %u, false-positive rate %.4f%%; %s\n", name,
+                    (unsigned long long)bytes, 8.0 * double(bytes) / double(kCapacity), hashes,
+                    100.0 * double(positives) / double(kCapacity), what);
+    };
+    char core_what[160];
+    std::snprintf(core_what, sizeof core_what, "%u blocks of %llu bytes, %llu bits, XXH3-64", d.parameters.blocks,
+                  (unsigned long long)d.parameters.block_bytes(), (unsigned long long)d.parameters.bits());
+    line("core", d.core_bytes.size(), d.parameters.hashes, core_positives, core_what);
+    line("libbloom", uint64_t(d.libbloom_filter.bytes), uint32_t(d.libbloom_filter.hashes), libbloom_positives,
+         "one array, MurmurHash2 twice, positions modulo the bit count");
+    line("seed", d.seed_filter.bytes(), d.seed_filter.hashes(), seed_positives,
+         "one array, SHA-256 and MD5 (the article's algorithm)");
+    std::printf("(false-positive rates over %llu keys never added)\n", (unsigned long long)kCapacity);
+    std::printf("core: contains checks blocks with %s; chosen by timing at start (%.0f us), time relative to scalar:",
+                bloomfilter::chosen_check_path_name(), calibration.microseconds);
+    for (uint32_t p = 0; p < bloomfilter::kCheckPaths; p++) {
+        if (bloomfilter::block_check_for(bloomfilter::CheckPath(p)) != nullptr)
+            std::printf(" %s %.2f", bloomfilter::check_path_name(bloomfilter::CheckPath(p)), calibration.relative_time[p]);
+        else
+            std::printf(" %s (not on this CPU)", bloomfilter::check_path_name(bloomfilter::CheckPath(p)));
+    }
+    std::printf("\n");
     if (missed != 0) {
         std::fprintf(stderr, "%llu stored keys not found\n", (unsigned long long)missed);
         std::exit(1);
@@ -236,7 +291,7 @@ void print_setup() {
 int main(int argc, char **argv) {
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-    print_setup();
+    print_setup(bloomfilter::choose_check_path());
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
     return 0;

@@ -7,7 +7,8 @@
 #      same shape that calls length() instead;
 #   c) builds: bloom_agg(email) and bloom_agg(email, 1000000, 0.01) next to count(email), serial
 #      and with 2 parallel workers, with the backend's peak memory;
-#   d) the C++ core's add and contains next to the seed article's algorithm (Google Benchmark);
+#   d) the C++ core's add and contains next to libbloom and the seed article's algorithm (Google
+#      Benchmark), with each way the core can check a block forced, and the one it chose;
 #   e) signups per second and WAL per signup at 8 clients: plain INSERT, a single-row filter,
 #      64 shards, the bloomfilter index, and that index rebuilt during the run (test/signups.sh);
 #   f) the distributed build over three nodes against one node, and the bytes moved
@@ -70,7 +71,7 @@ mb() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 # ---------------------------------------------------------------------------------------------
 # What the benchmarks need beyond what test/bootstrap.sh installs, and the core benchmark.
 
-for package in libbenchmark-dev libssl-dev; do
+for package in libbenchmark-dev libssl-dev libbloom-dev; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' \
     || fail "package $package is missing: apt-get install $package"
 done
@@ -78,8 +79,7 @@ PG_CONFIG=${PG_CONFIG:-pg_config}
 PGBENCH=$($PG_CONFIG --bindir)/pgbench
 [ -x "$PGBENCH" ] || fail "pgbench not found in $($PG_CONFIG --bindir)"
 
-g++ -std=c++17 -O2 -Wall -Wextra -o "$BUILD_DIR/core_bench" \
-  bench/core_bench.cpp bench/seed_algorithm.cpp src/core/bloom.cpp -lbenchmark -lpthread -lcrypto
+make --no-print-directory -s build/core_bench || fail "could not build build/core_bench"
 
 # ---------------------------------------------------------------------------------------------
 # The cluster and its data.
@@ -340,9 +340,10 @@ row "c) count(email) time, 2 workers / serial (yardstick)" "${build_speedup[coun
 cluster_stop bench
 
 # ---------------------------------------------------------------------------------------------
-section "d) C++ core vs the seed article's algorithm (Google Benchmark, median of 3 repetitions, CPU time)"
+section "d) C++ core vs libbloom and the seed article's algorithm (Google Benchmark, median of 5 repetitions in random order, CPU time)"
 
-"$BUILD_DIR/core_bench" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+build/core_bench --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true \
+  --benchmark_report_aggregates_only=true \
   --benchmark_out="$BUILD_DIR/core_bench.json" --benchmark_out_format=json >"$BUILD_DIR/core_bench.log" 2>&1 \
   || { cat "$BUILD_DIR/core_bench.log" >&2; fail "core_bench failed"; }
 grep -v -e '_stddev' -e '_cv ' -e '_mean ' "$BUILD_DIR/core_bench.log"
@@ -358,24 +359,57 @@ for b in json.load(open(sys.argv[1]))["benchmarks"]:
 }
 while read -r name value; do ns[$name]=$value; done < <(median_ns "$BUILD_DIR/core_bench.json")
 for name in BM_core_add BM_core_contains BM_core_hash BM_core_contains_cached BM_core_contains_scalar \
-  BM_core_contains_v1 BM_seed_add BM_seed_contains; do
+  BM_core_contains_v1 BM_libbloom_add BM_libbloom_contains BM_seed_add BM_seed_contains; do
   [ -n "${ns[$name]:-}" ] || fail "no result for $name in $BUILD_DIR/core_bench.json"
 done
-printf '%-10s %12s %12s %9s\n' "" "core ns/op" "seed ns/op" "speedup"
-for op in add contains; do
-  printf '%-10s %12.1f %12.1f %8.1fx\n' "$op" "${ns[BM_core_$op]}" "${ns[BM_seed_$op]}" \
-    "$(ratio "${ns[BM_seed_$op]}" "${ns[BM_core_$op]}")"
+# Each filter's line from core_bench: "filter NAME: BYTES bytes, B bits per key, k = K,
+# false-positive rate R%; ...".
+declare -A filter_bytes_of filter_rate_of
+for filter in core libbloom seed; do
+  read -r filter_bytes_of[$filter] filter_rate_of[$filter] < <(sed -n \
+    "s/^filter $filter: \([0-9]*\) bytes, .* false-positive rate \([0-9.]*\)%.*/\1 \2/p" "$BUILD_DIR/core_bench.log")
+  [ -n "${filter_rate_of[$filter]:-}" ] || fail "no false-positive rate for $filter in $BUILD_DIR/core_bench.log"
 done
+chosen_path=$(sed -n 's/^core: contains checks blocks with \([a-z0-9]*\);.*/\1/p' "$BUILD_DIR/core_bench.log")
+[ -n "$chosen_path" ] || fail "core_bench did not say which check it chose"
+declare -A filter_label=([core]="core" [libbloom]="libbloom" [seed]="seed (article)")
+printf '%-16s %14s %10s %20s %14s\n' "" "contains ns/op" "add ns/op" "false-positive rate" "memory bytes"
+for filter in core libbloom seed; do
+  printf '%-16s %14.1f %10.1f %19s%% %14s\n' "${filter_label[$filter]}" "${ns[BM_${filter}_contains]}" \
+    "${ns[BM_${filter}_add]}" "${filter_rate_of[$filter]}" "${filter_bytes_of[$filter]}"
+done
+echo "(1,000,000 keys at p = 0.01, packed in one buffer; contains probes half present, in random order;"
+echo " false-positive rates over 1,000,000 keys never added)"
+printf 'core contains / libbloom: %s; / the seed'"'"'s: %s. core add / libbloom: %s; / the seed'"'"'s: %s\n' \
+  "$(ratio "${ns[BM_core_contains]}" "${ns[BM_libbloom_contains]}")" "$(ratio "${ns[BM_core_contains]}" "${ns[BM_seed_contains]}")" \
+  "$(ratio "${ns[BM_core_add]}" "${ns[BM_libbloom_add]}")" "$(ratio "${ns[BM_core_add]}" "${ns[BM_seed_add]}")"
 printf 'core contains, parts: hashing the key %.1f ns/op; contains with 1,024 probes cycling (their blocks cached) %.1f ns/op\n' \
   "${ns[BM_core_hash]}" "${ns[BM_core_contains_cached]}"
-printf 'core contains, each way of checking a block: scalar loop %.1f ns/op; AVX2 %s ns/op; %s is what contains uses\n' \
-  "${ns[BM_core_contains_scalar]}" "$( [ -n "${ns[BM_core_contains_avx2]:-}" ] && printf '%.1f' "${ns[BM_core_contains_avx2]}" || echo '(not on this CPU)')" \
-  "$(sed -n 's/^core: contains checks blocks with //p' "$BUILD_DIR/core_bench.log")"
+path_ns() {  # path_ns NAME: the forced path's ns/op, or "-" where the CPU lacks it
+  local value=${ns[BM_core_contains_$1]:-}
+  if [ -n "$value" ]; then printf '%.1f' "$value"; else echo "-"; fi
+}
+printf 'core contains through each way of checking a block, forced: scalar %s, avx2 %s, avx512 %s ns/op ("-": not on this CPU)\n' \
+  "$(path_ns scalar)" "$(path_ns avx2)" "$(path_ns avx512)"
+echo "contains uses $chosen_path, $(sed -n 's/^core: contains checks blocks with [a-z0-9]*; //p' "$BUILD_DIR/core_bench.log")"
 printf 'core contains on the same keys in a format version 1 filter (XXH3-128, scalar loop): %.1f ns/op\n' \
   "${ns[BM_core_contains_v1]}"
+echo "CPU: $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1), flags:" \
+  "$(grep -o -w -e avx2 -e avx512f -e avx512dq /proc/cpuinfo 2>/dev/null | sort -u | xargs)"
 row "d) core contains ns/op" "$(printf '%.1f' "${ns[BM_core_contains]}")" "<=" 25
+row "d) core contains / libbloom's check, same keys and p" \
+  "$(ratio "${ns[BM_core_contains]}" "${ns[BM_libbloom_contains]}")" "<=" 0.33
+row "d) core contains / the scalar loop, on the path dispatch chose ($chosen_path)" \
+  "$(ratio "${ns[BM_core_contains]}" "${ns[BM_core_contains_scalar]}")" "<=" 1.0
+if [ "$(path_ns avx2)" != "-" ]; then
+  row "d) core contains ns/op through AVX2 (forced: an AVX2-only CPU's figure)" "$(path_ns avx2)" "<=" 20
+else
+  row "d) core contains ns/op through AVX2 (not on this CPU)" "-"
+fi
+row "d) core false-positive rate % at n = 1M, p = 0.01" "${filter_rate_of[core]}" "<=" 1.05
 row "d) core contains speedup over the seed's" "$(ratio "${ns[BM_seed_contains]}" "${ns[BM_core_contains]}")" ">=" 20
 row "d) core add ns/op" "$(printf '%.1f' "${ns[BM_core_add]}")"
+row "d) core add / libbloom's add" "$(ratio "${ns[BM_core_add]}" "${ns[BM_libbloom_add]}")"
 row "d) core add speedup over the seed's" "$(ratio "${ns[BM_seed_add]}" "${ns[BM_core_add]}")"
 
 # ---------------------------------------------------------------------------------------------

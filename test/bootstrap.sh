@@ -15,7 +15,7 @@ wanted=(
   libxxhash-dev            # the core's hash
   libgtest-dev             # unit tests
   clang-14 libclang-rt-14-dev  # sanitizers and libFuzzer
-  libbenchmark-dev libssl-dev  # make bench
+  libbenchmark-dev libssl-dev libbloom-dev  # make bench (libbloom: the peer the core is measured against)
   python3                  # free ports and arithmetic in the test scripts
   procps                   # pgrep, ps (survival test, matrix)
   bsdextrautils            # column (multinode test, benchmarks)

@@ -1,6 +1,7 @@
 // The Bloom filter core: sizing, hashing, the portable byte format, its validation, and the
 // add / contains / union operations. Plain C++17 with no PostgreSQL header, so it is unit-tested
-// and fuzzed without a server. Nothing here allocates or throws: callers own every buffer.
+// and fuzzed without a server. Nothing here throws, and nothing allocates but choose_check_path(),
+// which frees its scratch before it returns: callers own every buffer.
 //
 // Layout: a blocked Bloom filter. The bits are split into blocks (512 bytes, 4096 bits, at the
 // usual error rates); one key sets and checks its k bits inside a single block, so a point lookup
@@ -208,40 +209,68 @@ inline void block_add(uint8_t *block, KeyHash h, uint32_t version, uint32_t hash
 
 // Reads all k bits and combines them without a branch. Stopping at the first zero bit reads
 // fewer, but which bit is zero is a coin toss for an absent key, and the mispredicted exit costs
-// more than the loads it saves once the block has to come from memory (the filter is larger
-// than the L2 cache): measured 22 against 25 ns per check on the 1.2 MB filter (version 1).
+// more than the loads it saves, in cache or not: on an Intel Xeon, 20.7 against 15.0 ns per check
+// on the 1.2 MB filter and 37.7 against 33.4 on a 9.6 MB one (version 2, bench/core_bench.cpp's
+// keys).
+// Bit b of a block is bit (b & 63) of its little-endian 64-bit word b >> 6, which is bit (b & 7)
+// of byte b >> 3: whole-word loads read the same bits as byte loads, with fewer instructions.
 inline bool scalar_block_contains(const uint8_t *block, KeyHash h, uint32_t version, uint32_t hashes,
                                   uint32_t block_log2) {
-    uint32_t all_set = 1;
-    for_each_position(h, version, hashes, block_log2,
-                      [block, &all_set](uint32_t bit) { all_set &= uint32_t(block[bit >> 3] >> (bit & 7)); });
+    uint64_t all_set = 1;
+    for_each_position(h, version, hashes, block_log2, [block, &all_set](uint32_t bit) {
+        all_set &= load_u64(block + 8 * (bit >> 6)) >> (bit & 63);
+    });
     return (all_set & 1) != 0;
 }
 
-// Version 2 checks of up to 8 bits in SIMD registers: the k products, shifts and word loads
-// (one gather) take about a dozen instructions where the loop above takes 80, which is most of
-// a check once the hash is known. Written for AVX-512 and AVX2 and chosen when the library is
-// loaded, from what the CPU reports; the scalar loop elsewhere. Every one gives the scalar
-// loop's answer (unit-tested on each the machine has).
-enum class VectorPath { none, avx2, avx512 };
-constexpr uint32_t kVectorMaxHashes = 8;
-using VectorBlockContains = bool (*)(const uint8_t *block, uint64_t h, uint32_t hashes,
-                                     uint32_t block_log2);
-// The implementation of a path, or null when this build or CPU lacks it.
-VectorBlockContains vector_block_contains_for(VectorPath path);
-// The path block_contains() uses, and its implementation (null for none).
-VectorPath chosen_vector_path();
-const char *vector_path_name(VectorPath path);
-extern const VectorBlockContains chosen_vector_block_contains;
+// Ways of checking a version 2 block of up to 8 hashes, each a function of the block, the key's
+// hash, the number of hashes and the block size. All give scalar_block_contains()'s answer
+// (unit-tested on each the machine has):
+// - scalar: the loop above unrolled for each number of hashes, in portable C++;
+// - avx2: the k products, shifts and word loads in 256-bit registers (two gathers for k > 4);
+// - avx512: the same in one 512-bit register and one gather.
+// Which is fastest depends on the CPU, not only on what it supports: AVX2 gathers are slow on
+// some (an AMD EPYC without AVX-512 checked slower through AVX2 than through the scalar loop).
+// choose_check_path() times the ones the CPU has and keeps the fastest; until it runs, the
+// scalar path is used.
+enum class CheckPath { scalar, avx2, avx512 };
+constexpr uint32_t kCheckPaths = 3;
+constexpr uint32_t kPathMaxHashes = 8;
+using BlockCheck = bool (*)(const uint8_t *block, uint64_t h, uint32_t hashes, uint32_t block_log2);
 
-// The vector check for filters of this version and number of hashes, or null.
-inline VectorBlockContains vector_block_contains(uint32_t version, uint32_t hashes) {
-    return version == kFormatVersion2 && hashes <= kVectorMaxHashes ? chosen_vector_block_contains : nullptr;
+// The implementation of a path, or null when this build or CPU lacks it (scalar: never null).
+BlockCheck block_check_for(CheckPath path);
+// "scalar", "avx2" or "avx512".
+const char *check_path_name(CheckPath path);
+
+// What choose_check_path() measured: each path's time per check relative to the scalar path's
+// (the median over rounds of the ratio of adjacent timings; 0 for a path the CPU lacks), and
+// which it chose.
+struct CheckCalibration {
+    CheckPath chosen = CheckPath::scalar;
+    double relative_time[kCheckPaths] = {1, 0, 0};
+    uint32_t rounds = 0;
+    double microseconds = 0;  // the whole calibration's wall-clock time
+};
+// Times every path the CPU has on a synthetic 256 kB filter (about 1 ms in all) and makes the
+// fastest the one FilterRef and block_contains() use; a vector path only when it beats the
+// scalar one by 3% or more, so timing noise never trades the scalar path for a slower one. Call
+// it once, before other threads check filters: the PostgreSQL module calls it from _PG_init.
+CheckCalibration choose_check_path();
+// Makes `path` the one used, if this CPU has it (true), for benchmarks and tests.
+bool set_check_path(CheckPath path);
+CheckPath chosen_check_path();
+inline const char *chosen_check_path_name() { return check_path_name(chosen_check_path()); }
+extern BlockCheck chosen_block_check;
+
+// The block check for filters of this version and number of hashes, or null (the loop above).
+inline BlockCheck block_check(uint32_t version, uint32_t hashes) {
+    return version == kFormatVersion2 && hashes <= kPathMaxHashes ? chosen_block_check : nullptr;
 }
 
 inline bool block_contains(const uint8_t *block, KeyHash h, uint32_t version, uint32_t hashes,
                            uint32_t block_log2) {
-    if (VectorBlockContains vector = vector_block_contains(version, hashes)) return vector(block, h.low, hashes, block_log2);
+    if (BlockCheck check = block_check(version, hashes)) return check(block, h.low, hashes, block_log2);
     return scalar_block_contains(block, h, version, hashes, block_log2);
 }
 
@@ -275,11 +304,10 @@ struct FilterRef {
     uint32_t block_log2;
     uint32_t blocks;
     uint32_t version;
-    VectorBlockContains vector_contains;  // chosen once per filter, not per check
+    BlockCheck check;  // chosen once per filter, not per check; null: scalar_block_contains()
 
     static FilterRef of(uint8_t *data, const Parameters &p) {
-        return FilterRef{data, p.hashes, p.block_log2, p.blocks, p.version,
-                         vector_block_contains(p.version, p.hashes)};
+        return FilterRef{data, p.hashes, p.block_log2, p.blocks, p.version, block_check(p.version, p.hashes)};
     }
     KeyHash hash(const void *key, size_t length) const { return hash_bytes(version, key, length); }
     uint8_t *block_of(KeyHash h) const {
@@ -289,7 +317,7 @@ struct FilterRef {
     void add(KeyHash h) const { block_add(block_of(h), h, version, hashes, block_log2); }
     __attribute__((always_inline)) bool contains(KeyHash h) const {
         const uint8_t *block = block_of(h);
-        if (vector_contains != nullptr) return vector_contains(block, h.low, hashes, block_log2);
+        if (check != nullptr) return check(block, h.low, hashes, block_log2);
         return scalar_block_contains(block, h, version, hashes, block_log2);
     }
 };

@@ -1,5 +1,6 @@
 // bloom_add, bloom_contains, bloom_union and bloom_shard for text, bytea, bigint and uuid keys
 // and arrays of them. Inputs are never modified: bloom_add and bloom_union return a new value.
+// bloom_check_path names the way this backend checks a block.
 #include "glue.hpp"
 
 using namespace bloomfilter;
@@ -20,6 +21,7 @@ PG_FUNCTION_INFO_V1(bloom_shard_text);
 PG_FUNCTION_INFO_V1(bloom_shard_bytea);
 PG_FUNCTION_INFO_V1(bloom_shard_int8);
 PG_FUNCTION_INFO_V1(bloom_shard_uuid);
+PG_FUNCTION_INFO_V1(bloom_check_path);
 }
 
 // bloom_add(NULL, x) is NULL; bloom_add(f, NULL) is f, so an UPDATE with a NULL key keeps the
@@ -177,3 +179,9 @@ extern "C" Datum bloom_shard_text(PG_FUNCTION_ARGS) { return shard_key(fcinfo, K
 extern "C" Datum bloom_shard_bytea(PG_FUNCTION_ARGS) { return shard_key(fcinfo, KeyKind::bytes); }
 extern "C" Datum bloom_shard_int8(PG_FUNCTION_ARGS) { return shard_key(fcinfo, KeyKind::int8); }
 extern "C" Datum bloom_shard_uuid(PG_FUNCTION_ARGS) { return shard_key(fcinfo, KeyKind::uuid); }
+
+// "scalar", "avx2" or "avx512": the check _PG_init chose for format version 2 filters of up to 8
+// hashes (the others take the scalar loop).
+extern "C" Datum bloom_check_path(PG_FUNCTION_ARGS) {
+    PG_RETURN_TEXT_P(cstring_to_text(chosen_check_path_name()));
+}

@@ -487,7 +487,10 @@ void changed_pages(Relation index, XLogRecPtr since, ChangedPageUse use, void *a
 
 }  // namespace bloomfilter
 
+// Runs once per backend, when the library is loaded: besides the index's options, it times the
+// ways of checking a block this CPU has (about 1 ms) and keeps the fastest (bloom_check_path()).
 extern "C" void _PG_init(void) {
+    bloomfilter::choose_check_path();
     index_relopt_kind = add_reloption_kind();
     add_int_reloption(index_relopt_kind, "capacity",
                       "Number of distinct keys the filter is sized for", int(kDefaultCapacity), 1,

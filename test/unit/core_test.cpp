@@ -341,69 +341,185 @@ TEST(Layout, GoldenEncoding) {
     EXPECT_EQ(XXH3_64bits(v2.bytes.data(), v2.bytes.size()), 0x09f608e9a9d4fde5ull);
 }
 
-// Each vector check this machine has answers as the scalar loop does: for every number of
-// hashes it handles, several block sizes, blocks from sparse to nearly full (so both answers
-// come up), and keys whose bits sit at the block's first and last words.
-TEST(VectorPaths, SameAnswersAsTheScalarLoop) {
-    std::mt19937_64 random(7);
-    int paths_tested = 0;
-    for (VectorPath path : {VectorPath::avx2, VectorPath::avx512}) {
-        VectorBlockContains vector = vector_block_contains_for(path);
-        if (vector == nullptr) continue;
-        paths_tested++;
-        for (uint32_t block_log2 : {12u, 13u, 16u}) {
-            std::vector<uint8_t> block(size_t(1) << (block_log2 - 3));
-            for (double fill : {0.02, 0.5, 0.9, 0.99}) {
-                std::bernoulli_distribution bit_set(fill);
-                for (uint8_t &byte : block) {
-                    byte = 0;
-                    for (int b = 0; b < 8; b++) byte |= uint8_t(bit_set(random) << b);
-                }
-                uint64_t answers[2] = {0, 0};
-                for (uint32_t hashes = 1; hashes <= kVectorMaxHashes; hashes++) {
-                    for (int i = 0; i < 4000; i++) {
-                        KeyHash h{random(), 0};
-                        if (i == 0) h.low = 0;  // every position is bit 0
-                        bool expected = scalar_block_contains(block.data(), h, kFormatVersion2, hashes, block_log2);
-                        ASSERT_EQ(vector(block.data(), h.low, hashes, block_log2), expected)
-                            << vector_path_name(path) << " block_log2 " << block_log2 << " fill " << fill
-                            << " hashes " << hashes << " h " << h.low;
-                        answers[expected]++;
-                    }
-                }
-                if (fill >= 0.5) {
-                    EXPECT_GT(answers[1], 0u) << fill;
-                }
-                if (fill <= 0.9) {
-                    EXPECT_GT(answers[0], 0u) << fill;
-                }
-            }
-        }
-        // The block's last bit, through the last word: a block of all ones but that bit.
-        std::vector<uint8_t> block(512, 0xff);
-        block.back() = 0x7f;
-        for (uint32_t hashes = 1; hashes <= kVectorMaxHashes; hashes++)
-            for (int i = 0; i < 20000; i++) {
-                KeyHash h{random(), 0};
-                ASSERT_EQ(vector(block.data(), h.low, hashes, 12),
-                          scalar_block_contains(block.data(), h, kFormatVersion2, hashes, 12));
-            }
-    }
-    std::printf("vector paths on this machine: %d; block_contains uses %s\n", paths_tested,
-                vector_path_name(chosen_vector_path()));
-    EXPECT_EQ(chosen_vector_block_contains, vector_block_contains_for(chosen_vector_path()));
+// The reference answer: every one of the key's positions, as block_add() sets them, has its bit
+// set, read one byte at a time.
+bool reference_contains(const uint8_t *block, KeyHash h, uint32_t version, uint32_t hashes, uint32_t block_log2) {
+    bool all_set = true;
+    for_each_position(h, version, hashes, block_log2,
+                      [&](uint32_t bit) { all_set = all_set && (block[bit >> 3] >> (bit & 7) & 1) != 0; });
+    return all_set;
 }
 
-// FilterRef takes the vector check only where it applies.
-TEST(VectorPaths, ChosenPerFilter) {
+// The loop that checks filters no path handles (version 1, more than 8 hashes) reads whole
+// words: it answers as the byte-by-byte reference does.
+TEST(CheckPaths, ScalarLoopMatchesTheReference) {
+    std::mt19937_64 random(5);
+    for (uint32_t block_log2 : {12u, 13u, 15u}) {
+        std::vector<uint8_t> block(size_t(1) << (block_log2 - 3));
+        for (double fill : {0.5, 0.95}) {
+            std::bernoulli_distribution bit_set(fill);
+            for (uint8_t &byte : block) {
+                byte = 0;
+                for (int b = 0; b < 8; b++) byte |= uint8_t(bit_set(random) << b);
+            }
+            for (uint32_t version : {kFormatVersion1, kFormatVersion2})
+                for (uint32_t hashes : {1u, 3u, 7u, 8u, 9u, 14u})
+                    for (int i = 0; i < 3000; i++) {
+                        KeyHash h{random(), version == kFormatVersion1 ? random() : 0};
+                        ASSERT_EQ(scalar_block_contains(block.data(), h, version, hashes, block_log2),
+                                  reference_contains(block.data(), h, version, hashes, block_log2))
+                            << "version " << version << " hashes " << hashes << " block_log2 " << block_log2;
+                    }
+        }
+    }
+}
+
+// Each way of checking a block, on its own: where the CPU has it, it answers as the scalar loop
+// does; where it lacks it, the test says it was skipped.
+class CheckPathTest : public ::testing::TestWithParam<CheckPath> {
+protected:
+    BlockCheck check() {
+        BlockCheck check = block_check_for(GetParam());
+        if (check == nullptr) std::printf("this CPU (or build) has no %s path\n", check_path_name(GetParam()));
+        return check;
+    }
+};
+
+// Every number of hashes a path handles, several block sizes, blocks from sparse to nearly full
+// (so both answers come up), and keys whose bits sit at the block's first and last words.
+TEST_P(CheckPathTest, SameAnswersAsTheScalarLoopOnRandomBlocks) {
+    BlockCheck check = this->check();
+    if (check == nullptr) GTEST_SKIP() << "no " << check_path_name(GetParam()) << " path on this CPU";
+    std::mt19937_64 random(7);
+    for (uint32_t block_log2 : {12u, 13u, 16u}) {
+        std::vector<uint8_t> block(size_t(1) << (block_log2 - 3));
+        for (double fill : {0.02, 0.5, 0.9, 0.99}) {
+            std::bernoulli_distribution bit_set(fill);
+            for (uint8_t &byte : block) {
+                byte = 0;
+                for (int b = 0; b < 8; b++) byte |= uint8_t(bit_set(random) << b);
+            }
+            uint64_t answers[2] = {0, 0};
+            for (uint32_t hashes = 1; hashes <= kPathMaxHashes; hashes++) {
+                for (int i = 0; i < 4000; i++) {
+                    KeyHash h{random(), 0};
+                    if (i == 0) h.low = 0;  // every position is bit 0
+                    bool expected = scalar_block_contains(block.data(), h, kFormatVersion2, hashes, block_log2);
+                    ASSERT_EQ(check(block.data(), h.low, hashes, block_log2), expected)
+                        << check_path_name(GetParam()) << " block_log2 " << block_log2 << " fill " << fill
+                        << " hashes " << hashes << " h " << h.low;
+                    answers[expected]++;
+                }
+            }
+            if (fill >= 0.5) {
+                EXPECT_GT(answers[1], 0u) << fill;
+            }
+            if (fill <= 0.9) {
+                EXPECT_GT(answers[0], 0u) << fill;
+            }
+        }
+    }
+    // The block's last bit, through the last word: a block of all ones but that bit.
+    std::vector<uint8_t> block(512, 0xff);
+    block.back() = 0x7f;
+    for (uint32_t hashes = 1; hashes <= kPathMaxHashes; hashes++)
+        for (int i = 0; i < 20000; i++) {
+            KeyHash h{random(), 0};
+            ASSERT_EQ(check(block.data(), h.low, hashes, 12),
+                      scalar_block_contains(block.data(), h, kFormatVersion2, hashes, 12));
+        }
+}
+
+// Real filters of every number of hashes a path handles (error rates 0.5 down to 0.004), filled
+// to capacity and beyond with random keys, probed with keys present and absent: the path's
+// answer through FilterRef is the scalar loop's, and no stored key is missed.
+TEST_P(CheckPathTest, SameAnswersAsTheScalarLoopOnFilters) {
+    BlockCheck check = this->check();
+    if (check == nullptr) GTEST_SKIP() << "no " << check_path_name(GetParam()) << " path on this CPU";
+    std::mt19937_64 random(11);
+    uint32_t hashes_seen = 0;
+    for (double rate : {0.5, 0.3, 0.15, 0.08, 0.04, 0.02, 0.01, 0.004}) {
+        for (uint64_t capacity : {300u, 5000u, 40000u}) {
+            Filter f(capacity, rate);
+            ASSERT_LE(f.parameters.hashes, kPathMaxHashes);
+            hashes_seen |= 1u << f.parameters.hashes;
+            FilterRef through_path = f.ref(), through_loop = f.ref();
+            through_path.check = check;
+            through_loop.check = nullptr;
+            std::vector<uint64_t> stored;
+            for (uint64_t i = 0; i < capacity * 3 / 2; i++) {
+                stored.push_back(random());
+                through_path.add(KeyHash{stored.back(), 0});
+            }
+            for (uint64_t key : stored) ASSERT_TRUE(through_path.contains(KeyHash{key, 0}));
+            uint64_t positives = 0;
+            for (int i = 0; i < 20000; i++) {
+                KeyHash h{random(), 0};
+                const bool expected = through_loop.contains(h);
+                ASSERT_EQ(through_path.contains(h), expected) << rate << " " << capacity << " " << h.low;
+                positives += expected;
+            }
+            EXPECT_GT(positives, 0u) << rate << " " << capacity;  // overfilled: both answers come up
+        }
+    }
+    EXPECT_EQ(hashes_seen, 0x1feu) << "filters of 1 to 8 hashes";
+}
+
+INSTANTIATE_TEST_SUITE_P(EachPath, CheckPathTest,
+                         ::testing::Values(CheckPath::scalar, CheckPath::avx2, CheckPath::avx512),
+                         [](const ::testing::TestParamInfo<CheckPath> &info) {
+                             return std::string(check_path_name(info.param));
+                         });
+
+// The calibration keeps a path the CPU has, and one no slower than the scalar one by its own
+// measure; FilterRef then uses it for the filters it applies to, and the loop for the others.
+TEST(CheckPaths, ChoosesAPathNoSlowerThanScalar) {
+    const CheckCalibration calibration = choose_check_path();
+    std::printf("check paths, time relative to scalar (median of %u rounds, %.0f us in all):", calibration.rounds,
+                calibration.microseconds);
+    for (uint32_t p = 0; p < kCheckPaths; p++)
+        std::printf(" %s %.2f", check_path_name(CheckPath(p)), calibration.relative_time[p]);
+    std::printf("; chosen: %s\n", chosen_check_path_name());
+    EXPECT_EQ(chosen_check_path(), calibration.chosen);
+    EXPECT_EQ(chosen_block_check, block_check_for(calibration.chosen));
+    ASSERT_NE(chosen_block_check, nullptr);
+    EXPECT_EQ(calibration.relative_time[0], 1.0);
+    for (uint32_t p = 1; p < kCheckPaths; p++) {
+        if (block_check_for(CheckPath(p)) == nullptr) {
+            EXPECT_EQ(calibration.relative_time[p], 0.0);
+            EXPECT_NE(calibration.chosen, CheckPath(p));
+        } else if (calibration.rounds > 0) {
+            EXPECT_GT(calibration.relative_time[p], 0.0);
+        }
+    }
+    if (calibration.chosen != CheckPath::scalar) {
+        EXPECT_LE(calibration.relative_time[size_t(calibration.chosen)], 0.97);
+    }
     for (uint32_t version : {kFormatVersion1, kFormatVersion2}) {
         for (double rate : {0.01, 0.001}) {
             Filter f(10000, rate, version);
-            const bool applies = version == kFormatVersion2 && f.parameters.hashes <= kVectorMaxHashes;
-            EXPECT_EQ(f.ref().vector_contains, applies ? chosen_vector_block_contains : nullptr)
-                << version << " " << rate;
+            const bool applies = version == kFormatVersion2 && f.parameters.hashes <= kPathMaxHashes;
+            EXPECT_EQ(f.ref().check, applies ? chosen_block_check : nullptr) << version << " " << rate;
         }
     }
+}
+
+TEST(CheckPaths, SetAndName) {
+    const CheckPath before = chosen_check_path();
+    for (uint32_t p = 0; p < kCheckPaths; p++) {
+        const CheckPath path = CheckPath(p);
+        const bool available = block_check_for(path) != nullptr;
+        EXPECT_EQ(set_check_path(path), available) << check_path_name(path);
+        if (available) {
+            EXPECT_EQ(chosen_check_path(), path);
+            EXPECT_STREQ(chosen_check_path_name(), check_path_name(path));
+        }
+    }
+    EXPECT_NE(block_check_for(CheckPath::scalar), nullptr);
+    EXPECT_STREQ(check_path_name(CheckPath::scalar), "scalar");
+    EXPECT_STREQ(check_path_name(CheckPath::avx2), "avx2");
+    EXPECT_STREQ(check_path_name(CheckPath::avx512), "avx512");
+    EXPECT_TRUE(set_check_path(before));
 }
 
 TEST(Layout, EmptyFilterContainsNothing) {
