@@ -2,7 +2,7 @@
 -- index on its table's column, with the filter's capacity and error rate (a valid bloomfilter
 -- index already on exactly that column is kept instead); then every trigger calling
 -- bloom_filter_maintain, and the functions, tables and event trigger of maintained filters, are
--- dropped. The bloom type, its functions and aggregates are unchanged.
+-- dropped. The bloom type, its functions and aggregates are unchanged; bloom_check_path is new.
 --
 -- The script runs as a superuser (the extension is trusted): every name is quoted into the
 -- statements it builds, and every operator and function is qualified, so nothing planted in a
@@ -112,3 +112,8 @@ DROP FUNCTION bloom_filter_key_type(pg_catalog.regtype);
 DROP FUNCTION bloom_filter_owned(pg_catalog.regclass);
 DROP TABLE bloom_filter_shards;
 DROP TABLE bloom_filters;
+
+-- How this server process checks a filter's bits, chosen when the library loads.
+CREATE FUNCTION bloom_check_path() RETURNS pg_catalog.text
+    AS 'MODULE_PATHNAME', 'bloom_check_path' LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_check_path() IS 'the way this server process checks a filter''s bits: scalar, avx2 or avx512, the fastest of those the CPU has, timed when the library loaded';

@@ -361,3 +361,8 @@ BEGIN ATOMIC
   FROM @extschema@.bloom_info(@extschema@.bloom_index_filter(index)) AS i;
 END;
 COMMENT ON FUNCTION bloom_index_info(pg_catalog.regclass) IS 'size, fill and estimated error rate of a bloomfilter index, and whether it needs a rebuild';
+
+-- How this server process checks a filter's bits, chosen when the library loads.
+CREATE FUNCTION bloom_check_path() RETURNS pg_catalog.text
+    AS 'MODULE_PATHNAME', 'bloom_check_path' LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_check_path() IS 'the way this server process checks a filter''s bits: scalar, avx2 or avx512, the fastest of those the CPU has, timed when the library loaded';

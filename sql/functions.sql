@@ -88,3 +88,6 @@ FROM (SELECT bloom_shard('user' || i || '@mail.com', 64) AS s, count(*) AS n
 
 -- Equality is byte identity.
 SELECT bloom_empty(100) = bloom_empty(100) AS same, bloom_empty(100) = bloom_empty(101) AS different;
+
+-- The way this process checks a filter's bits: one of the three, whichever the CPU runs fastest.
+SELECT bloom_check_path() IN ('scalar', 'avx2', 'avx512') AS known_check_path;
