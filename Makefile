@@ -5,7 +5,7 @@
 
 EXTENSION = bloomfilter
 MODULE_big = bloomfilter
-CORE_OBJS = src/core/bloom.o
+CORE_OBJS = src/core/bloom.o src/core/distinct.o
 OBJS = $(CORE_OBJS) src/pg/glue.o src/pg/bloom_type.o src/pg/bloom_ops.o \
        src/pg/toast_slices.o src/pg/statement_cache.o src/pg/stored_lookup.o \
        src/pg/bloom_agg.o src/pg/agg_state.o src/pg/agg_serial.o src/pg/maintained.o \
@@ -49,7 +49,7 @@ build/regress:
 	@mkdir -p $@
 
 # PGXS tracks no header dependencies: every object depends on every header.
-$(OBJS): src/core/bloom.hpp $(wildcard src/pg/*.hpp)
+$(OBJS): $(wildcard src/core/*.hpp src/pg/*.hpp)
 
 .PHONY: deps demo test deb dist meta-test unit-test regress-test regress-list tap-test python-test \
         golden-vectors concurrency-test survival-test limits-test \
@@ -62,8 +62,8 @@ include $(SOURCE_DIR)test/fuzz/fuzz.mk
 
 # The core's unit tests, plain and under AddressSanitizer + UndefinedBehaviorSanitizer.
 # golden_test.cpp checks test/vectors/golden.json, which the Python client's tests read too.
-UNIT_SOURCES = test/unit/core_test.cpp test/unit/golden_test.cpp src/core/bloom.cpp
-UNIT_DEPENDS = $(UNIT_SOURCES) src/core/bloom.hpp test/vectors/golden.hpp test/vectors/golden.json
+UNIT_SOURCES = test/unit/core_test.cpp test/unit/golden_test.cpp src/core/bloom.cpp src/core/distinct.cpp
+UNIT_DEPENDS = $(UNIT_SOURCES) src/core/bloom.hpp src/core/distinct.hpp test/vectors/golden.hpp test/vectors/golden.json
 UNIT_DEFINES = -DBLOOMFILTER_SOURCE_DIR='"$(abspath $(SOURCE_DIR))"'
 build/unit_test: $(UNIT_DEPENDS)
 	@mkdir -p build

@@ -344,66 +344,6 @@ struct Statistics {
 };
 Statistics statistics(const uint8_t *data, const Header &header);
 
-// A set of distinct 64-bit hashes over caller-owned slots (open addressing, linear probing).
-// The auto-sized aggregate deduplicates each bucket of its hashes with it, in cache.
-class HashSet {
-public:
-    // The number of slots for up to `count` hashes: a power of two, at least 1.5 times as many.
-    static size_t slots_for(size_t count);
-    // Clears `slot_count` slots (a value of slots_for()).
-    HashSet(uint64_t *slots, size_t slot_count);
-    // True when h was not in the set yet. Inline: the final step of the aggregate calls it once
-    // per hash held.
-    bool insert(uint64_t h) {
-        if (h == 0) {
-            bool is_new = !has_zero_;
-            has_zero_ = true;
-            return is_new;
-        }
-        for (size_t slot = slot_of(h);; slot = (slot + 1) & mask_) {
-            uint64_t &entry = slots_[slot];
-            if (entry == 0) {
-                entry = h;
-                return true;
-            }
-            if (entry == h) return false;
-        }
-    }
-    // Starts loading the slot where h's search begins: a caller that knows its next hashes
-    // prefetches a few ahead, so the inserts do not wait on the cache one at a time.
-    void prefetch(uint64_t h) const { __builtin_prefetch(&slots_[slot_of(h)], 1); }
-
-private:
-    // The low bits: the aggregate's buckets are chosen by the top ones.
-    size_t slot_of(uint64_t h) const { return size_t(h) & mask_; }
-
-    uint64_t *slots_;
-    size_t mask_;
-    bool has_zero_;  // 0 marks an empty slot, so a real 0 hash is kept apart
-};
-
-// A HyperLogLog sketch of the distinct keys seen (1024 registers, about 3% error). The
-// auto-sized aggregate asks it whether deduplicating its hashes now would free memory, so it
-// never sorts a mostly distinct input before the end.
-struct DistinctSketch {
-    static constexpr uint32_t kRegisterBits = 10;
-    uint8_t registers[1u << kRegisterBits];
-
-    // h is a 64-bit hash; the register is chosen by its bits below the top 8 (which pick the
-    // aggregate's bucket), the rank comes from the rest.
-    void add(uint64_t h) {
-        uint32_t index = uint32_t((h >> (56 - kRegisterBits)) & ((1u << kRegisterBits) - 1));
-        uint64_t rest = (h << (8 + kRegisterBits)) | (uint64_t(1) << (8 + kRegisterBits - 1));
-        uint8_t rank = uint8_t(__builtin_clzll(rest) + 1);
-        if (rank > registers[index]) registers[index] = rank;
-    }
-    void merge(const DistinctSketch &other) {
-        for (uint32_t i = 0; i < (1u << kRegisterBits); i++)
-            if (other.registers[i] > registers[i]) registers[i] = other.registers[i];
-    }
-    double estimate() const;
-};
-
 // The text form of a filter is "\x" followed by the encoding in lower-case hex, as bytea prints.
 constexpr size_t text_length(size_t encoded_length) { return 2 + 2 * encoded_length; }
 void encode_hex(const uint8_t *data, size_t length, char *out);  // writes text_length() chars

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "glue.hpp"
+#include "../core/distinct.hpp"
 
 namespace bloomfilter {
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../../src/core/bloom.hpp"
+#include "../../src/core/distinct.hpp"
 
 using namespace bloomfilter;
 
