@@ -151,6 +151,15 @@ inline uint64_t block_offset(uint32_t block, uint32_t block_log2) {
     return kHeaderBytes + (uint64_t(block) << (block_log2 - 3));
 }
 
+// Where a key's block begins in the encoded value: the one place that decides it, for checks of
+// whole values, of slices read from storage, and of index pages.
+inline uint64_t key_block_offset(KeyHash h, uint32_t version, uint32_t blocks, uint32_t block_log2) {
+    return block_offset(block_index(block_hash(h, version), blocks), block_log2);
+}
+inline uint64_t key_block_offset(KeyHash h, const Parameters &p) {
+    return key_block_offset(h, p.version, p.blocks, p.block_log2);
+}
+
 constexpr uint64_t finalize64(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
@@ -311,7 +320,7 @@ struct FilterRef {
     }
     KeyHash hash(const void *key, size_t length) const { return hash_bytes(version, key, length); }
     uint8_t *block_of(KeyHash h) const {
-        return data + block_offset(block_index(block_hash(h, version), blocks), block_log2);
+        return data + key_block_offset(h, version, blocks, block_log2);
     }
     // h must be this filter's version's hash of the key (hash()).
     void add(KeyHash h) const { block_add(block_of(h), h, version, hashes, block_log2); }

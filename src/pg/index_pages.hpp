@@ -78,7 +78,7 @@ struct IndexLayout {
     BlockNumber page_of(uint64_t byte) const { return BlockNumber(1 + byte / bytes_per_page); }
     uint32_t offset_in_page(uint64_t byte) const { return uint32_t(byte % bytes_per_page); }
     uint64_t block_start(KeyHash h) const {
-        return uint64_t(block_index(h.low, parameters.blocks)) * parameters.block_bytes();
+        return key_block_offset(h, parameters) - kHeaderBytes;
     }
 };
 

@@ -50,8 +50,7 @@ bool slice_contains(struct varlena *stored, const varatt_external &pointer, KeyB
     Slice slices[2] = {{0, uint32_t(kHeaderBytes), head}, {0, 0, guessed_block}};
     int count = 1;
     if (guessed_blocks > 0 && guessed_blocks <= UINT32_MAX) {
-        slices[1].offset = block_offset(
-            block_index(block_hash(h, guessed_version), uint32_t(guessed_blocks)), kMinBlockLog2);
+        slices[1].offset = key_block_offset(h, guessed_version, uint32_t(guessed_blocks), kMinBlockLog2);
         slices[1].length = sizeof guessed_block;
         count = 2;
     }
@@ -69,7 +68,7 @@ bool slice_contains(struct varlena *stored, const varatt_external &pointer, KeyB
 
     // Larger blocks (up to 2 MB), or another version than guessed: PostgreSQL's own slice
     // fetch, now that the header says where.
-    const uint64_t offset = block_offset(block_index(block_hash(h, p.version), p.blocks), p.block_log2);
+    const uint64_t offset = key_block_offset(h, p);
     struct varlena *block = detoast_attr_slice(stored, int32(offset), int32(p.block_bytes()));
     if (bloom_length(block) != p.block_bytes())
         report_status(Status::bad_length, Origin::stored_value);
