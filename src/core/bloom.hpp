@@ -5,7 +5,7 @@
 //
 // Layout: a blocked Bloom filter. The bits are split into blocks (512 bytes, 4096 bits, at the
 // usual error rates); one key sets and checks its k bits inside a single block, so a point lookup
-// reads one small slice of a stored value. The byte format is specified in README.md.
+// reads one small slice of a stored value. The byte format is specified in docs/format.md.
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,5 @@
-"""The bloom byte format, sizing and hashing, as specified in the extension's README.md
-("Hashing: what exactly is added", "Sizing", "Byte format"), in plain Python.
+"""The bloom byte format, sizing and hashing, as specified in the extension's docs/format.md
+("Byte format", "Keys: what is hashed", "Placing a key", "Sizing"), in plain Python.
 
 Every computation follows src/core/bloom.cpp step for step, in the same floating-point
 operations, so a filter made or changed here is byte for byte the one the server makes, and
