@@ -1,5 +1,5 @@
 # bloomfilter: a PostgreSQL extension, built with PGXS.
-#   make demo   set up everything on a fresh Debian machine and run the seed scenario
+#   make demo   set up everything on a fresh Debian machine and run the article's scenario
 #   make test   unit tests, sanitizers and the pg_regress suite on a throwaway cluster
 #   make bench  benchmarks, printed as ratios measured side by side
 
@@ -80,10 +80,10 @@ build/golden_vectors: test/vectors/generate.cpp test/vectors/golden.hpp src/core
 golden-vectors: build/golden_vectors
 	build/golden_vectors > test/vectors/golden.json
 
-# The core's benchmark (bench/run.sh, section d): Google Benchmark, next to libbloom and the seed
+# The core's benchmark (bench/run.sh, section d): Google Benchmark, next to libbloom and the
 # article's algorithm (OpenSSL's SHA-256 and MD5).
-BENCH_SOURCES = bench/core_bench.cpp bench/seed_algorithm.cpp src/core/bloom.cpp
-build/core_bench: $(BENCH_SOURCES) bench/seed_algorithm.hpp src/core/bloom.hpp
+BENCH_SOURCES = bench/core_bench.cpp bench/article_algorithm.cpp src/core/bloom.cpp
+build/core_bench: $(BENCH_SOURCES) bench/article_algorithm.hpp src/core/bloom.hpp
 	@mkdir -p build
 	$(CXX) -std=c++17 -O2 -Wall -Wextra -o $@ $(BENCH_SOURCES) -lbenchmark -lbloom -lcrypto -pthread
 

@@ -1,7 +1,7 @@
-// Google Benchmark of the C++ core's add and contains on the filter of the seed scenario
+// Google Benchmark of the C++ core's add and contains on the filter of the article's scenario
 // (1,000,000 keys user0@mail.com .. user999999@mail.com at error_rate 0.01), next to libbloom
-// (Debian's libbloom-dev, a C Bloom filter library in wide use) and the seed article's algorithm
-// (seed_algorithm.hpp) on the same keys. Each operation hashes its key. Probes are in random
+// (Debian's libbloom-dev, a C Bloom filter library in wide use) and the article's algorithm
+// (article_algorithm.hpp) on the same keys. Each operation hashes its key. Probes are in random
 // order, half present and half absent, as in the SQL benchmarks. The core's contains is also
 // timed through each way of checking a block (CheckPath) the CPU has, forced.
 #include <benchmark/benchmark.h>
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "../src/core/bloom.hpp"
-#include "seed_algorithm.hpp"
+#include "article_algorithm.hpp"
 
 namespace {
 
@@ -52,7 +52,7 @@ struct Data {
     bloomfilter::Parameters parameters;
     std::vector<uint8_t> v1_bytes;  // the same keys in a format version 1 filter
     bloomfilter::Parameters v1_parameters;
-    seed::BloomFilter seed_filter{kCapacity, kErrorRate};
+    article::BloomFilter article_filter{kCapacity, kErrorRate};
     struct bloom libbloom_filter;
 
     Data() : keys(stored_keys()), probes(probe_keys()) {
@@ -70,7 +70,7 @@ struct Data {
         for (size_t i = 0; i < keys.size(); i++) {
             filter.add(filter.hash(keys[i].data(), keys[i].size()));
             v1_filter.add(v1_filter.hash(keys[i].data(), keys[i].size()));
-            seed_filter.add(keys[i]);
+            article_filter.add(keys[i]);
             bloom_add(&libbloom_filter, keys[i].data(), int(keys[i].size()));
         }
     }
@@ -141,9 +141,9 @@ void BM_core_contains_v1(benchmark::State &state) {
     core_contains_cycling(state, data().core_v1(), data().probes.size());
 }
 
-void BM_seed_add(benchmark::State &state) {
+void BM_article_add(benchmark::State &state) {
     Data &d = data();
-    seed::BloomFilter filter(kCapacity, kErrorRate);
+    article::BloomFilter filter(kCapacity, kErrorRate);
     size_t i = 0;
     for (auto _ : state) {
         filter.add(d.keys[i]);
@@ -152,11 +152,11 @@ void BM_seed_add(benchmark::State &state) {
     state.SetItemsProcessed(state.iterations());
 }
 
-void BM_seed_contains(benchmark::State &state) {
+void BM_article_contains(benchmark::State &state) {
     Data &d = data();
     size_t i = 0;
     for (auto _ : state) {
-        benchmark::DoNotOptimize(d.seed_filter.contains(d.probes[i]));
+        benchmark::DoNotOptimize(d.article_filter.contains(d.probes[i]));
         if (++i == d.probes.size()) i = 0;
     }
     state.SetItemsProcessed(state.iterations());
@@ -237,24 +237,24 @@ BENCHMARK(BM_core_contains_avx512);
 BENCHMARK(BM_core_contains_v1);
 BENCHMARK(BM_libbloom_add);
 BENCHMARK(BM_libbloom_contains);
-BENCHMARK(BM_seed_add);
-BENCHMARK(BM_seed_contains);
+BENCHMARK(BM_article_add);
+BENCHMARK(BM_article_contains);
 
 // Each filter's memory and measured false-positive rate on 1,000,000 keys never added, as a check
 // that they do the same job, and the check the core chose with what its calibration measured.
 void print_setup(const bloomfilter::CheckCalibration &calibration) {
     Data &d = data();
     bloomfilter::FilterRef core = d.core(), v1 = d.core_v1();
-    uint64_t core_positives = 0, libbloom_positives = 0, seed_positives = 0, missed = 0;
+    uint64_t core_positives = 0, libbloom_positives = 0, article_positives = 0, missed = 0;
     for (uint64_t i = 0; i < kCapacity; i++) {
         std::string key = "absent" + std::to_string(i) + "@mail.com";
         core_positives += core.contains(core.hash(key.data(), key.size()));
         libbloom_positives += bloom_check(&d.libbloom_filter, key.data(), int(key.size())) == 1;
-        seed_positives += d.seed_filter.contains(key);
+        article_positives += d.article_filter.contains(key);
     }
     for (size_t i = 0; i < d.keys.size(); i++)
         missed += !core.contains(core.hash(d.keys[i].data(), d.keys[i].size())) +
-                  !v1.contains(v1.hash(d.keys[i].data(), d.keys[i].size())) + !d.seed_filter.contains(d.keys[i]) +
+                  !v1.contains(v1.hash(d.keys[i].data(), d.keys[i].size())) + !d.article_filter.contains(d.keys[i]) +
                   (bloom_check(&d.libbloom_filter, d.keys[i].data(), int(d.keys[i].size())) != 1);
     auto line = [](const char *name, uint64_t bytes, uint32_t hashes, uint64_t positives, const char *what) {
         std::printf("filter %s: %llu bytes, %.2f bits per key, k = %u, false-positive rate %.4f%%; %s\n", name,
@@ -267,7 +267,7 @@ void print_setup(const bloomfilter::CheckCalibration &calibration) {
     line("core", d.core_bytes.size(), d.parameters.hashes, core_positives, core_what);
     line("libbloom", uint64_t(d.libbloom_filter.bytes), uint32_t(d.libbloom_filter.hashes), libbloom_positives,
          "one array, MurmurHash2 twice, positions modulo the bit count");
-    line("seed", d.seed_filter.bytes(), d.seed_filter.hashes(), seed_positives,
+    line("article", d.article_filter.bytes(), d.article_filter.hashes(), article_positives,
          "one array, SHA-256 and MD5 (the article's algorithm)");
     std::printf("(false-positive rates over %llu keys never added)\n", (unsigned long long)kCapacity);
     std::printf("core: contains checks blocks with %s; chosen by timing at start (%.0f us), time relative to scalar:",

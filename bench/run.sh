@@ -7,7 +7,7 @@
 #      same shape that calls length() instead;
 #   c) builds: bloom_agg(email) and bloom_agg(email, 1000000, 0.01) next to count(email), serial
 #      and with 2 parallel workers, with the backend's peak memory;
-#   d) the C++ core's add and contains next to libbloom and the seed article's algorithm (Google
+#   d) the C++ core's add and contains next to libbloom and the article's algorithm (Google
 #      Benchmark), with each way the core can check a block forced, and the one it chose;
 #   e) signups per second and WAL per signup at 8 clients: plain INSERT, a single-row filter,
 #      64 shards, the bloomfilter index, and that index rebuilt during the run (test/signups.sh);
@@ -340,7 +340,7 @@ row "c) count(email) time, 2 workers / serial (yardstick)" "${build_speedup[coun
 cluster_stop bench
 
 # ---------------------------------------------------------------------------------------------
-section "d) C++ core vs libbloom and the seed article's algorithm (Google Benchmark, median of 5 repetitions in random order, CPU time)"
+section "d) C++ core vs libbloom and the article's algorithm (Google Benchmark, median of 5 repetitions in random order, CPU time)"
 
 build/core_bench --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true \
   --benchmark_report_aggregates_only=true \
@@ -359,30 +359,30 @@ for b in json.load(open(sys.argv[1]))["benchmarks"]:
 }
 while read -r name value; do ns[$name]=$value; done < <(median_ns "$BUILD_DIR/core_bench.json")
 for name in BM_core_add BM_core_contains BM_core_hash BM_core_contains_cached BM_core_contains_scalar \
-  BM_core_contains_v1 BM_libbloom_add BM_libbloom_contains BM_seed_add BM_seed_contains; do
+  BM_core_contains_v1 BM_libbloom_add BM_libbloom_contains BM_article_add BM_article_contains; do
   [ -n "${ns[$name]:-}" ] || fail "no result for $name in $BUILD_DIR/core_bench.json"
 done
 # Each filter's line from core_bench: "filter NAME: BYTES bytes, B bits per key, k = K,
 # false-positive rate R%; ...".
 declare -A filter_bytes_of filter_rate_of
-for filter in core libbloom seed; do
+for filter in core libbloom article; do
   read -r filter_bytes_of[$filter] filter_rate_of[$filter] < <(sed -n \
     "s/^filter $filter: \([0-9]*\) bytes, .* false-positive rate \([0-9.]*\)%.*/\1 \2/p" "$BUILD_DIR/core_bench.log")
   [ -n "${filter_rate_of[$filter]:-}" ] || fail "no false-positive rate for $filter in $BUILD_DIR/core_bench.log"
 done
 chosen_path=$(sed -n 's/^core: contains checks blocks with \([a-z0-9]*\);.*/\1/p' "$BUILD_DIR/core_bench.log")
 [ -n "$chosen_path" ] || fail "core_bench did not say which check it chose"
-declare -A filter_label=([core]="core" [libbloom]="libbloom" [seed]="seed (article)")
+declare -A filter_label=([core]="core" [libbloom]="libbloom" [article]="the article's")
 printf '%-16s %14s %10s %20s %14s\n' "" "contains ns/op" "add ns/op" "false-positive rate" "memory bytes"
-for filter in core libbloom seed; do
+for filter in core libbloom article; do
   printf '%-16s %14.1f %10.1f %19s%% %14s\n' "${filter_label[$filter]}" "${ns[BM_${filter}_contains]}" \
     "${ns[BM_${filter}_add]}" "${filter_rate_of[$filter]}" "${filter_bytes_of[$filter]}"
 done
 echo "(1,000,000 keys at p = 0.01, packed in one buffer; contains probes half present, in random order;"
 echo " false-positive rates over 1,000,000 keys never added)"
-printf 'core contains / libbloom: %s; / the seed'"'"'s: %s. core add / libbloom: %s; / the seed'"'"'s: %s\n' \
-  "$(ratio "${ns[BM_core_contains]}" "${ns[BM_libbloom_contains]}")" "$(ratio "${ns[BM_core_contains]}" "${ns[BM_seed_contains]}")" \
-  "$(ratio "${ns[BM_core_add]}" "${ns[BM_libbloom_add]}")" "$(ratio "${ns[BM_core_add]}" "${ns[BM_seed_add]}")"
+printf 'core contains / libbloom: %s; / the article'"'"'s: %s. core add / libbloom: %s; / the article'"'"'s: %s\n' \
+  "$(ratio "${ns[BM_core_contains]}" "${ns[BM_libbloom_contains]}")" "$(ratio "${ns[BM_core_contains]}" "${ns[BM_article_contains]}")" \
+  "$(ratio "${ns[BM_core_add]}" "${ns[BM_libbloom_add]}")" "$(ratio "${ns[BM_core_add]}" "${ns[BM_article_add]}")"
 printf 'core contains, parts: hashing the key %.1f ns/op; contains with 1,024 probes cycling (their blocks cached) %.1f ns/op\n' \
   "${ns[BM_core_hash]}" "${ns[BM_core_contains_cached]}"
 path_ns() {  # path_ns NAME: the forced path's ns/op, or "-" where the CPU lacks it
@@ -407,10 +407,10 @@ else
   row "d) core contains ns/op through AVX2 (not on this CPU)" "-"
 fi
 row "d) core false-positive rate % at n = 1M, p = 0.01" "${filter_rate_of[core]}" "<=" 1.05
-row "d) core contains speedup over the seed's" "$(ratio "${ns[BM_seed_contains]}" "${ns[BM_core_contains]}")" ">=" 20
+row "d) core contains speedup over the article's" "$(ratio "${ns[BM_article_contains]}" "${ns[BM_core_contains]}")" ">=" 20
 row "d) core add ns/op" "$(printf '%.1f' "${ns[BM_core_add]}")"
 row "d) core add / libbloom's add" "$(ratio "${ns[BM_core_add]}" "${ns[BM_libbloom_add]}")"
-row "d) core add speedup over the seed's" "$(ratio "${ns[BM_seed_add]}" "${ns[BM_core_add]}")"
+row "d) core add speedup over the article's" "$(ratio "${ns[BM_article_add]}" "${ns[BM_core_add]}")"
 
 # ---------------------------------------------------------------------------------------------
 section "e) signups at 8 clients: plain INSERT, single-row filter, 64 shards, bloomfilter index (test/signups.sh)"

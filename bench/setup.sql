@@ -1,4 +1,4 @@
--- Data of the benchmarks: the seed scenario's million emails user0@mail.com .. user999999@mail.com
+-- Data of the benchmarks: the article's scenario's million emails user0@mail.com .. user999999@mail.com
 -- in a plain table with a unique index and a bloomfilter index, in a table hash-partitioned by id
 -- (64 partitions, so an email probe has no global index and visits every partition's index), as a
 -- bloom filter stored out of line, and a candidates table of a million emails of which half are

@@ -1,7 +1,7 @@
 -- Every function and overload, NULLs and empty inputs.
 CREATE EXTENSION IF NOT EXISTS bloomfilter;
 
--- bloom_empty: default error rate 1%, sized by the seed's formulas.
+-- bloom_empty: default error rate 1%, sized by the article's formulas.
 SELECT capacity, error_rate, bits, hashes, bytes, inserted, bits_set, fill, estimated_count,
        estimated_error_rate
 FROM bloom_info(bloom_empty(1000));

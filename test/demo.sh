@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The seed scenario on a throwaway cluster: 1,000,000 registered emails, a filter at p = 1%.
+# The article's scenario on a throwaway cluster: 1,000,000 registered emails, a filter at p = 1%.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . test/cluster.sh
@@ -23,7 +23,7 @@ SELECT capacity, error_rate, bits, hashes, bytes, round(bytes / 1024.0) AS kib,
        :build_ms AS build_ms
 FROM filters, bloom_info(f);
 
-\echo '== The seed article''s test'
+\echo '== The article''s test'
 SELECT bloom_contains(f, 'user7@mail.com') AS "user7@mail.com", bloom_contains(f, 'ghost@mail.com') AS "ghost@mail.com"
 FROM filters;
 

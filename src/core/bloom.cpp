@@ -58,7 +58,7 @@ uint32_t block_log2_for(uint32_t hashes, uint64_t bits) {
 
 // m is rounded up by 0.5% before it is cut into blocks: that buys back the blocked layout's
 // cost, so the measured rate stays within 1.05 x error_rate. Filters of at least 200 blocks end
-// up less than 1% above the seed's m; smaller ones are rounded up to whole blocks.
+// up less than 1% above the article's m; smaller ones are rounded up to whole blocks.
 Status size_filter(uint64_t capacity, double error_rate, Parameters *out) {
     if (capacity < 1) return Status::capacity_out_of_range;
     if (!(error_rate > 0.0 && error_rate < 1.0)) return Status::error_rate_out_of_range;

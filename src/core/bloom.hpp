@@ -80,7 +80,7 @@ struct Parameters {
     uint64_t encoded_bytes() const { return kHeaderBytes + uint64_t(blocks) * block_bytes(); }
 };
 
-// The seed's formulas: m = ceil(-(n ln p) / (ln 2)^2), k = max(1, round((m / n) ln 2)).
+// The article's formulas: m = ceil(-(n ln p) / (ln 2)^2), k = max(1, round((m / n) ln 2)).
 // The blocked layout then rounds m up: see size_filter() in bloom.cpp for why and by how much.
 uint64_t optimal_bits(uint64_t capacity, double error_rate);
 uint32_t block_log2_for(uint32_t hashes, uint64_t bits);
@@ -166,7 +166,7 @@ constexpr uint64_t finalize64(uint64_t z) {
     return z ^ (z >> 31);
 }
 
-// Version 1 bit positions: the seed's double hashing, g_i = h1 + i * h2 (mod 2^64), with h1 the
+// Version 1 bit positions: the article's double hashing, g_i = h1 + i * h2 (mod 2^64), with h1 the
 // low half and h2 the high half rotated (its low bits, which the block choice does not use).
 // Each g_i goes through SplitMix64's finalizer before its top block_log2 bits are taken: without
 // it the k positions of a key are correlated inside a small block and the measured rate runs a
@@ -178,7 +178,7 @@ inline uint64_t position_step(KeyHash h) { return ((h.high << 32) | (h.high >> 3
 // of h, so they are independent of the block choice (the top bits of h), and the M_i are
 // unrelated odd constants, so the k positions are not an arithmetic sequence. One multiply per
 // position where version 1 takes two plus a 128-bit hash: 20.6 against 23.5 ns per check
-// through the scalar loop on the seed's 1.2 MB filter (bench/core_bench.cpp).
+// through the scalar loop on the article's 1.2 MB filter (bench/core_bench.cpp).
 constexpr uint64_t position_multiplier_formula(uint32_t i) {
     return finalize64(uint64_t(i + 1) * 0x9e3779b97f4a7c15ull) | 1;
 }

@@ -47,7 +47,7 @@ struct Filter {
     size_t bit_bytes() const { return bytes.size() - kHeaderBytes; }
 };
 
-// The seed's keys, "user<i>@mail.com", written into a reusable buffer.
+// The article's keys, "user<i>@mail.com", written into a reusable buffer.
 struct SeedKey {
     char text[48];
     size_t length = 0;
@@ -546,7 +546,7 @@ TEST(Layout, LittleEndianHelpers) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The seed scenario: no false negatives, and the measured false-positive rate within 1.05 x p.
+// The article's scenario: no false negatives, and the measured false-positive rate within 1.05 x p.
 
 struct SeedCase {
     uint64_t capacity;
@@ -611,7 +611,7 @@ INSTANTIATE_TEST_SUITE_P(Rates, SeedScenario,
 
 // Error rates from 0.9 down to 0.0002 at 200000 keys. statistics() gives the exact expected rate
 // for the bits a filter holds, so the bound is checked without sampling noise, and the measured
-// rate must agree with it. (Above about 0.6 the seed's formula for k rounds to 0; the one hash
+// rate must agree with it. (Above about 0.6 the article's formula for k rounds to 0; the one hash
 // used instead gets the bits it needs, see size_filter.)
 TEST(Membership, ErrorRateSweep) {
     const uint64_t n = 200000, probes = 400000;
@@ -691,7 +691,7 @@ TEST(Format, ExactHeaderBytes) {
     EXPECT_EQ(read_inserted(f.bytes.data()), 0x0102030405060708ull);
     EXPECT_EQ(f.header().inserted, 0x0102030405060708ull);
 
-    // The seed's filter: blocks = 2352 = 0x930, capacity = 1000000 = 0xf4240.
+    // The article's filter: blocks = 2352 = 0x930, capacity = 1000000 = 0xf4240.
     Filter seed(1000000, 0.01);
     const uint8_t seed_fields[] = {0x0c, 0x07, 0x00, 0x30, 0x09, 0x00, 0x00, 0x40,
                                    0x42, 0x0f, 0x00, 0x00, 0x00, 0x00, 0x00};
@@ -1181,7 +1181,7 @@ TEST(HashSet, CollidingSlotsAndZero) {
     SeedKey key;
     std::vector<uint64_t> hashes;
     for (uint64_t i = 0; i < 200000; i++) hashes.push_back(key.hash(i % 150000, kFormatVersion2).low);
-    expect_deduplication_matches(hashes, "seed keys");
+    expect_deduplication_matches(hashes, "the article's keys");
 }
 
 TEST(DistinctSketch, EstimatesWithinAFewPercent) {

@@ -1,4 +1,4 @@
-// The seed article's Bloom filter, ported to C++ as the baseline of the core benchmark: one plain
+// The article's Bloom filter, ported to C++ as the baseline of the core benchmark: one plain
 // (unblocked) bit array of m bits, k positions (h1 + i * h2) mod m, with h1 the first 8 bytes of
 // the key's SHA-256 digest and h2 the first 8 bytes of its MD5 digest, both read big-endian.
 // The sizing formulas are the article's: m = ceil(-(n ln p) / (ln 2)^2), k = max(1, round(m/n ln 2)).
@@ -12,7 +12,7 @@
 typedef struct evp_md_st EVP_MD;
 typedef struct evp_md_ctx_st EVP_MD_CTX;
 
-namespace seed {
+namespace article {
 
 class BloomFilter {
 public:
@@ -43,4 +43,4 @@ private:
     EVP_MD_CTX *context_;
 };
 
-}  // namespace seed
+}  // namespace article

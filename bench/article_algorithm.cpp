@@ -1,12 +1,12 @@
-// The seed article's Bloom filter in C++: see seed_algorithm.hpp.
-#include "seed_algorithm.hpp"
+// The article's Bloom filter in C++: see article_algorithm.hpp.
+#include "article_algorithm.hpp"
 
 #include <openssl/evp.h>
 
 #include <cmath>
 #include <stdexcept>
 
-namespace seed {
+namespace article {
 
 BloomFilter::BloomFilter(uint64_t capacity, double error_rate) {
     const double ln2 = std::log(2.0);
@@ -67,4 +67,4 @@ bool BloomFilter::contains(std::string_view key) {
     return true;
 }
 
-}  // namespace seed
+}  // namespace article
