@@ -135,10 +135,12 @@ test: deps
 	$(MAKE) limits-test
 	$(MAKE) multinode-test
 
-# META.json against the PGXN meta spec and the project's version; the checker's own self-test.
+# META.json against the PGXN meta spec and the project's version, the checker's own self-test, and
+# the links between the Markdown documents.
 meta-test:
 	python3 $(SOURCE_DIR)test/meta/check_meta.py $(SOURCE_DIR)META.json
 	python3 $(SOURCE_DIR)test/meta/check_meta.py --self-test $(SOURCE_DIR)META.json
+	python3 $(SOURCE_DIR)test/docs/check_links.py
 
 # The PGXN release archive, build/bloomfilter-<version>.zip, of the committed tree (git archive).
 DIST_VERSION = $(shell python3 -c 'import json; print(json.load(open("$(SOURCE_DIR)META.json"))["version"])')
