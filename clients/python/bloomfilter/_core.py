@@ -12,6 +12,12 @@ import uuid
 
 import xxhash
 
+# XXH3 came with xxhash 2.0. The requirement is checked here rather than in pyproject.toml:
+# Debian's python3-xxhash (3.0 in bookworm) declares its version as 0.0.0 to pip.
+if not hasattr(xxhash, "xxh3_128_intdigest"):
+    raise ImportError("bloomfilter needs xxhash 2.0 or later (XXH3); this one is %s"
+                      % getattr(xxhash, "VERSION", "older"))
+
 __all__ = ["Filter", "Info", "shard_of", "key_bytes", "key_hash", "FORMAT_VERSIONS"]
 
 FORMAT_VERSION_1 = 1
