@@ -8,6 +8,13 @@ The lookups are measured side by side, round by round in an order that rotates: 
 for BENCH_LOOKUP_SECONDS through pgbench ($BENCH_PGBENCH, -M prepared, 1 client, the Unix
 socket in $PGHOST), then Filter.contains over distinct keys of the same kind. A round's ratio is
 its SQL time per lookup over its Filter.contains time; the figure is the median of the rounds'.
+
+Other work on the machine slows the SQL lookup far more than the Python check: every lookup
+wakes pgbench and a backend in turn, and each wake-up waits for a free CPU, while the check
+runs on one. A round is quiet when, for less than QUIET_STALL of its time, some task waited for
+a CPU (/proc/pressure/cpu); rounds go on until BENCH_LOOKUP_ROUNDS are quiet (at most three
+times as many in all), and the figure uses the quiet rounds alone, or says that there were too
+few.
 """
 
 import os
@@ -52,6 +59,35 @@ def contains_ns(f, keys, seconds):
             return elapsed / checks * 1e9
 
 
+QUIET_STALL = 0.10  # the share of a round's time some task waited for a CPU, under which it is quiet
+
+
+def cpu_stall_seconds():
+    """Seconds during which some runnable task waited for a CPU (the kernel's pressure stall
+    information), or None where the kernel does not give it."""
+    try:
+        with open("/proc/pressure/cpu") as pressure:
+            return int(pressure.readline().split("total=")[1]) / 1e6
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+class CpuWaits:
+    """The share of the time from start() to stop() during which some task waited for a CPU:
+    about 0 when pgbench, its backend and this process have the machine to themselves (they
+    take turns, or use one CPU), more when other work competes. None if unknown."""
+
+    def start(self):
+        self.values = (time.monotonic(), cpu_stall_seconds())
+
+    def stop(self):
+        started, stalled = self.values
+        now = cpu_stall_seconds()
+        if stalled is None or now is None:
+            return None
+        return (now - stalled) / (time.monotonic() - started)
+
+
 def pgbench_us(script, seconds):
     """Mean µs per transaction of a pgbench script (1 / its TPS)."""
     command = [PGBENCH, "-n", "-M", "prepared", "-c", "1", "-j", "1", "-T", str(seconds),
@@ -84,7 +120,7 @@ def lookups(conn):
     assert sql == [f.contains(k) for k in keys[:2000]]
     found = sum(map(f.contains, keys))
     print("\n== point lookup: Filter.contains in Python against SQL through pgbench -M prepared, 1 client, "
-          "Unix socket (%s), %d rounds" % (os.environ["PGHOST"], ROUNDS))
+          "Unix socket (%s), rounds until %d are quiet" % (os.environ["PGHOST"], ROUNDS))
     print("filter: %s, %d bytes (the index's filter has the same keys and parameters)" % (f, len(f)))
     print("keys: the text of n, n random in [0, 2000000), present for n < 1000000; Filter.contains: "
           "%d distinct keys (%d found: %.1f%%) checked in whole passes for %g s a round; SQL: pgbench "
@@ -94,27 +130,43 @@ def lookups(conn):
         print("  %-6s %s   (%s)" % (name, query, script))
     contains_ns(f, keys, 0.5)  # warm-up
     pgbench_us(QUERIES[0][1], 2)
-    sql_us = {name: [] for name, _, _ in QUERIES}
-    python_ns = []
+    scripts = dict((name, script) for name, script, _ in QUERIES)
     steps = [name for name, _, _ in QUERIES] + ["python"]
-    for round_number in range(ROUNDS):
-        order = steps[round_number % len(steps):] + steps[:round_number % len(steps)]
+    rounds = []  # (SQL µs by query, Filter.contains ns, share of the time some task waited for a CPU)
+    waits = CpuWaits()
+
+    def quiet(stall):
+        return stall is None or stall < QUIET_STALL
+
+    while sum(quiet(r[2]) for r in rounds) < ROUNDS and len(rounds) < 3 * ROUNDS:
+        number = len(rounds)
+        order = steps[number % len(steps):] + steps[:number % len(steps)]
+        sql_us = {}
+        waits.start()
         for step in order:
             if step == "python":
-                python_ns.append(contains_ns(f, keys, PYTHON_SECONDS))
+                ns = contains_ns(f, keys, PYTHON_SECONDS)
             else:
-                sql_us[step].append(pgbench_us(dict((n, s) for n, s, _ in QUERIES)[step], LOOKUP_SECONDS))
-        ns = python_ns[-1]
-        print("round %d (%s): index %.2f µs, stored %.2f µs, Filter.contains %.0f ns; ratios %.1fx, %.1fx" % (
-            round_number + 1, ", ".join(order), sql_us["index"][-1], sql_us["stored"][-1], ns,
-            sql_us["index"][-1] * 1e3 / ns, sql_us["stored"][-1] * 1e3 / ns))
-    ratios = {name: statistics.median(u * 1e3 / ns for u, ns in zip(sql_us[name], python_ns)) for name in sql_us}
-    medians = {name: statistics.median(sql_us[name]) for name in sql_us}
+                sql_us[step] = pgbench_us(scripts[step], LOOKUP_SECONDS)
+        stall = waits.stop()
+        rounds.append((sql_us, ns, stall))
+        print("round %d (%s): index %.2f µs, stored %.2f µs, Filter.contains %.0f ns; ratios %.1fx, %.1fx; %s" % (
+            number + 1, ", ".join(order), sql_us["index"], sql_us["stored"], ns,
+            sql_us["index"] * 1e3 / ns, sql_us["stored"] * 1e3 / ns,
+            "CPU waits unknown" if stall is None else "a task waited for a CPU %.0f%% of the time: %s"
+            % (100 * stall, "quiet" if quiet(stall) else "busy, not counted")))
+    quiet_rounds = [r for r in rounds if quiet(r[2])]
+    counted = quiet_rounds if len(quiet_rounds) >= 3 else rounds
+    ratios = {name: statistics.median(r[0][name] * 1e3 / r[1] for r in counted) for name in scripts}
+    medians = {name: statistics.median(r[0][name] for r in counted) for name in scripts}
     # The harder target: the SQL query with the lower ratio, the faster one.
     faster = min(ratios, key=ratios.get)
-    print("medians: index %.2f µs, stored %.2f µs, Filter.contains %.0f ns; ratio (median of the rounds') "
+    which = ("the %d quiet rounds" % len(quiet_rounds) if counted is quiet_rounds else
+             "all %d rounds: only %d were quiet, the ratios are not reliable" % (len(rounds), len(quiet_rounds)))
+    print("medians over %s: index %.2f µs, stored %.2f µs, Filter.contains %.0f ns; ratio (median of the rounds') "
           "%.1fx the index lookup, %.1fx the stored filter's" % (
-              medians["index"], medians["stored"], statistics.median(python_ns), ratios["index"], ratios["stored"]))
+              which, medians["index"], medians["stored"], statistics.median(r[1] for r in counted),
+              ratios["index"], ratios["stored"]))
     print("the target row uses the faster SQL query (the lower ratio): %s" % faster)
     # For comparison, outside the rounds: other keys and the older format.
     (emails,) = conn.cursor(binary=True).execute("SELECT f FROM filters WHERE id = 2").fetchone()
@@ -127,8 +179,9 @@ def lookups(conn):
               statistics.median(contains_ns(emails, email_keys, 1) for _ in range(3)),
               statistics.median(contains_ns(version1, keys, 1) for _ in range(3))))
     label = {"index": "bloom_index_contains", "stored": "bloom_contains (stored filter)"}
-    row("python) SQL point lookup time (%s, the faster) / Filter.contains time, median of %d rounds"
-        % (label[faster], ROUNDS), round(ratios[faster], 1), ">=", 30)
+    row("python) SQL point lookup time (%s, the faster) / Filter.contains time, median of %s"
+        % (label[faster], "%d quiet rounds" % len(quiet_rounds) if counted is quiet_rounds else
+           "%d rounds, %d quiet: unreliable" % (len(rounds), len(quiet_rounds))), round(ratios[faster], 1), ">=", 30)
     other = "stored" if faster == "index" else "index"
     rows.append("python) SQL point lookup time (%s) / Filter.contains time|%.1f|-|-" % (label[other], ratios[other]))
 
