@@ -59,7 +59,8 @@ def contains_ns(f, keys, seconds):
             return elapsed / checks * 1e9
 
 
-QUIET_STALL = 0.10  # the share of a round's time some task waited for a CPU, under which it is quiet
+# The share of a round's time some task waited for a CPU under which the round is quiet.
+QUIET_STALL = float(os.environ.get("BENCH_QUIET_STALL", "0.10"))
 
 
 def cpu_stall_seconds():
