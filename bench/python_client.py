@@ -9,12 +9,13 @@ for BENCH_LOOKUP_SECONDS through pgbench ($BENCH_PGBENCH, -M prepared, 1 client,
 socket in $PGHOST), then Filter.contains over distinct keys of the same kind. A round's ratio is
 its SQL time per lookup over its Filter.contains time; the figure is the median of the rounds'.
 
-Other work on the machine slows the SQL lookup far more than the Python check: every lookup
-wakes pgbench and a backend in turn, and each wake-up waits for a free CPU, while the check
-runs on one. A round is quiet when, for less than QUIET_STALL of its time, some task waited for
-a CPU (/proc/pressure/cpu); rounds go on until BENCH_LOOKUP_ROUNDS are quiet (at most three
-times as many in all), and the figure uses the quiet rounds alone, or says that there were too
-few.
+Other work on the machine slows the SQL lookup far more than the Python check (every lookup
+wakes pgbench and a backend in turn, while the check runs on one CPU), and it only ever slows
+things: the ratio of a disturbed round is too high. A round counts when each of its three
+figures is within ROUND_SPREAD of that figure's best round; rounds go on until
+BENCH_LOOKUP_ROUNDS count (at most three times as many in all). Where /proc/pressure/cpu says
+that tasks waited for a CPU for BUSY_STALL of the counted rounds' time or more, or fewer than
+three rounds count, the figure is marked unreliable.
 """
 
 import os
@@ -59,8 +60,8 @@ def contains_ns(f, keys, seconds):
             return elapsed / checks * 1e9
 
 
-# The share of a round's time some task waited for a CPU under which the round is quiet.
-QUIET_STALL = float(os.environ.get("BENCH_QUIET_STALL", "0.10"))
+ROUND_SPREAD = float(os.environ.get("BENCH_ROUND_SPREAD", "1.3"))
+BUSY_STALL = 0.25
 
 
 def cpu_stall_seconds():
@@ -121,7 +122,7 @@ def lookups(conn):
     assert sql == [f.contains(k) for k in keys[:2000]]
     found = sum(map(f.contains, keys))
     print("\n== point lookup: Filter.contains in Python against SQL through pgbench -M prepared, 1 client, "
-          "Unix socket (%s), rounds until %d are quiet" % (os.environ["PGHOST"], ROUNDS))
+          "Unix socket (%s), rounds until %d count" % (os.environ["PGHOST"], ROUNDS))
     print("filter: %s, %d bytes (the index's filter has the same keys and parameters)" % (f, len(f)))
     print("keys: the text of n, n random in [0, 2000000), present for n < 1000000; Filter.contains: "
           "%d distinct keys (%d found: %.1f%%) checked in whole passes for %g s a round; SQL: pgbench "
@@ -136,10 +137,13 @@ def lookups(conn):
     rounds = []  # (SQL µs by query, Filter.contains ns, share of the time some task waited for a CPU)
     waits = CpuWaits()
 
-    def quiet(stall):
-        return stall is None or stall < QUIET_STALL
+    def undisturbed():
+        best_sql = {name: min(r[0][name] for r in rounds) for name in scripts}
+        best_ns = min(r[1] for r in rounds)
+        return [r for r in rounds if r[1] <= ROUND_SPREAD * best_ns
+                and all(r[0][name] <= ROUND_SPREAD * best_sql[name] for name in scripts)]
 
-    while sum(quiet(r[2]) for r in rounds) < ROUNDS and len(rounds) < 3 * ROUNDS:
+    while (not rounds or len(undisturbed()) < ROUNDS) and len(rounds) < 3 * ROUNDS:
         number = len(rounds)
         order = steps[number % len(steps):] + steps[:number % len(steps)]
         sql_us = {}
@@ -154,20 +158,23 @@ def lookups(conn):
         print("round %d (%s): index %.2f µs, stored %.2f µs, Filter.contains %.0f ns; ratios %.1fx, %.1fx; %s" % (
             number + 1, ", ".join(order), sql_us["index"], sql_us["stored"], ns,
             sql_us["index"] * 1e3 / ns, sql_us["stored"] * 1e3 / ns,
-            "CPU waits unknown" if stall is None else "a task waited for a CPU %.0f%% of the time: %s"
-            % (100 * stall, "quiet" if quiet(stall) else "busy, not counted")))
-    quiet_rounds = [r for r in rounds if quiet(r[2])]
-    counted = quiet_rounds if len(quiet_rounds) >= 3 else rounds
+            "CPU waits unknown" if stall is None else "a task waited for a CPU %.0f%% of the time" % (100 * stall)))
+    counted = undisturbed()
+    stalls = [r[2] for r in counted if r[2] is not None]
+    busy = bool(stalls) and statistics.median(stalls) >= BUSY_STALL
+    reliable = len(counted) >= 3 and not busy
+    print("counted: rounds %s (each figure within %gx of its best round)%s" % (
+        ", ".join(str(rounds.index(r) + 1) for r in counted), ROUND_SPREAD,
+        "" if reliable else "; NOT RELIABLE: " + ("too few rounds count" if len(counted) < 3 else
+                                                   "tasks waited for a CPU for %.0f%% of the time" % (100 * statistics.median(stalls)))))
     ratios = {name: statistics.median(r[0][name] * 1e3 / r[1] for r in counted) for name in scripts}
     medians = {name: statistics.median(r[0][name] for r in counted) for name in scripts}
+    print("medians of the counted rounds: index %.2f µs, stored %.2f µs, Filter.contains %.0f ns; ratio (median of "
+          "the rounds') %.1fx the index lookup, %.1fx the stored filter's" % (
+              medians["index"], medians["stored"], statistics.median(r[1] for r in counted),
+              ratios["index"], ratios["stored"]))
     # The harder target: the SQL query with the lower ratio, the faster one.
     faster = min(ratios, key=ratios.get)
-    which = ("the %d quiet rounds" % len(quiet_rounds) if counted is quiet_rounds else
-             "all %d rounds: only %d were quiet, the ratios are not reliable" % (len(rounds), len(quiet_rounds)))
-    print("medians over %s: index %.2f µs, stored %.2f µs, Filter.contains %.0f ns; ratio (median of the rounds') "
-          "%.1fx the index lookup, %.1fx the stored filter's" % (
-              which, medians["index"], medians["stored"], statistics.median(r[1] for r in counted),
-              ratios["index"], ratios["stored"]))
     print("the target row uses the faster SQL query (the lower ratio): %s" % faster)
     # For comparison, outside the rounds: other keys and the older format.
     (emails,) = conn.cursor(binary=True).execute("SELECT f FROM filters WHERE id = 2").fetchone()
@@ -180,9 +187,9 @@ def lookups(conn):
               statistics.median(contains_ns(emails, email_keys, 1) for _ in range(3)),
               statistics.median(contains_ns(version1, keys, 1) for _ in range(3))))
     label = {"index": "bloom_index_contains", "stored": "bloom_contains (stored filter)"}
-    row("python) SQL point lookup time (%s, the faster) / Filter.contains time, median of %s"
-        % (label[faster], "%d quiet rounds" % len(quiet_rounds) if counted is quiet_rounds else
-           "%d rounds, %d quiet: unreliable" % (len(rounds), len(quiet_rounds))), round(ratios[faster], 1), ">=", 30)
+    row("python) SQL point lookup time (%s, the faster) / Filter.contains time, median of %d of %d rounds%s"
+        % (label[faster], len(counted), len(rounds), "" if reliable else ", machine busy: unreliable"),
+        round(ratios[faster], 1), ">=", 30)
     other = "stored" if faster == "index" else "index"
     rows.append("python) SQL point lookup time (%s) / Filter.contains time|%.1f|-|-" % (label[other], ratios[other]))
 
