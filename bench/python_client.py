@@ -1,15 +1,28 @@
-"""The Python client's figures for bench/python_client.sh (run there, against its cluster):
-Filter.contains per check, the follower's lag from COMMIT to a true answer, and the cost of a
-refresh when nothing changed. Prints a report and, on the last lines, summary rows
-"what|measured|op target|PASS or MISS" (also appended to $PYTHON_CLIENT_SUMMARY_FILE if set).
+"""The Python client's figures for bench/python_client.sh (run there, against its cluster, which
+holds users_email_bloom and the stored filters 1 and 2): Filter.contains against the SQL point
+lookups, the follower's lag from COMMIT to a true answer, and the cost of a refresh when nothing
+changed. Prints a report and, on the last lines, summary rows "what|measured|op target|PASS or
+MISS" (also appended to $PYTHON_CLIENT_SUMMARY_FILE if set).
 
-Usage: python_client.py "INDEX_TPS..." "BLOOM_TPS..."  (pgbench TPS, one per round, of
-bloom_index_contains on the index and of bloom_contains on the stored filter)
+The lookups are measured side by side, round by round in an order that rotates: each SQL query
+for BENCH_LOOKUP_SECONDS through pgbench ($BENCH_PGBENCH, -M prepared, 1 client, the Unix
+socket in $PGHOST), then Filter.contains over distinct keys of the same kind. A round's ratio is
+its SQL time per lookup over its Filter.contains time; the figure is the median of the rounds'.
+
+Other work on the machine slows the SQL lookup far more than the Python check (every lookup
+wakes pgbench and a backend in turn, while the check runs on one CPU), and it only ever slows
+things: the ratio of a disturbed round is too high. A round counts when each of its three
+figures is within ROUND_SPREAD of that figure's best round; rounds go on until
+BENCH_LOOKUP_ROUNDS count (at most three times as many in all). Where /proc/pressure/cpu says
+that tasks waited for a CPU for BUSY_STALL of the counted rounds' time or more, or fewer than
+three rounds count, the figure is marked unreliable.
 """
 
 import os
 import random
+import re
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -23,6 +36,10 @@ from bloomfilter.follow import IndexFollower  # noqa: E402
 
 INTERVAL = 0.1
 INSERTS = int(os.environ.get("BENCH_FOLLOWER_INSERTS", "10000"))
+LOOKUP_SECONDS = int(os.environ.get("BENCH_LOOKUP_SECONDS", "8"))
+ROUNDS = int(os.environ.get("BENCH_LOOKUP_ROUNDS", "5"))
+PYTHON_SECONDS = max(1.0, LOOKUP_SECONDS / 2)
+PGBENCH = os.environ.get("BENCH_PGBENCH", "pgbench")
 rows = []
 
 
@@ -31,42 +48,156 @@ def row(what, measured, op, target):
     rows.append("%s|%s|%s %s|%s" % (what, measured, op, target, "PASS" if ok else "MISS"))
 
 
-def contains_ns(f, keys, seconds=1.0):
-    """Mean ns per f.contains(key) over the keys, looped for about `seconds`."""
+def contains_ns(f, keys, seconds):
+    """Mean ns per f.contains(key) over the keys, in whole passes, for at least `seconds`."""
     checks, started = 0, time.perf_counter()
-    while time.perf_counter() - started < seconds:
+    while True:
         for key in keys:
             f.contains(key)
         checks += len(keys)
-    return (time.perf_counter() - started) / checks * 1e9
+        elapsed = time.perf_counter() - started
+        if elapsed >= seconds:
+            return elapsed / checks * 1e9
+
+
+ROUND_SPREAD = float(os.environ.get("BENCH_ROUND_SPREAD", "1.3"))
+BUSY_STALL = 0.25
+
+
+def cpu_stall_seconds():
+    """Seconds during which some runnable task waited for a CPU (the kernel's pressure stall
+    information), or None where the kernel does not give it."""
+    try:
+        with open("/proc/pressure/cpu") as pressure:
+            return int(pressure.readline().split("total=")[1]) / 1e6
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+class CpuWaits:
+    """The share of the time from start() to stop() during which some task waited for a CPU:
+    about 0 when pgbench, its backend and this process have the machine to themselves (they
+    take turns, or use one CPU), more when other work competes. None if unknown."""
+
+    def start(self):
+        self.values = (time.monotonic(), cpu_stall_seconds())
+
+    def stop(self):
+        started, stalled = self.values
+        now = cpu_stall_seconds()
+        if stalled is None or now is None:
+            return None
+        return (now - stalled) / (time.monotonic() - started)
+
+
+def pgbench_us(script, seconds):
+    """Mean µs per transaction of a pgbench script (1 / its TPS)."""
+    command = [PGBENCH, "-n", "-M", "prepared", "-c", "1", "-j", "1", "-T", str(seconds),
+               "-h", os.environ["PGHOST"], "-p", os.environ["PGPORT"], "-U", "postgres", "-f", script, "postgres"]
+    run = subprocess.run(command, capture_output=True, text=True)
+    found = re.search(r"^tps = ([0-9.]+)", run.stdout, re.MULTILINE)
+    if run.returncode != 0 or not found or re.search(r"^number of failed transactions: [1-9]", run.stdout, re.MULTILINE):
+        sys.exit("bench: pgbench -f %s failed:\n%s%s" % (script, run.stdout, run.stderr))
+    return 1e6 / float(found.group(1))
+
+
+# The SQL point lookups, as an application would send them (the key as the text parameter $1).
+QUERIES = [
+    ("index", "bench/python_lookup_index.sql", "SELECT bloom_index_contains('users_email_bloom', $1)"),
+    ("stored", "bench/python_lookup_bloom.sql", "SELECT bloom_contains(f, $1) FROM filters WHERE id = 1"),
+]
+
+
+def lookups(conn):
+    """Filter.contains against both SQL point lookups, round by round."""
+    if not os.environ.get("PGHOST", "").startswith("/"):
+        sys.exit("bench: PGHOST must be the server's Unix socket directory")
+    (f,) = conn.cursor(binary=True).execute("SELECT f FROM filters WHERE id = 1").fetchone()
+    rng = random.Random(1)
+    numbers = rng.sample(range(2_000_000), 100_000)  # distinct; below 1000000: present
+    keys = [str(n) for n in numbers]
+    # The same answers as the server's, on a sample.
+    (sql,) = conn.execute("SELECT array_agg(bloom_contains(f, k) ORDER BY n) FROM filters, "
+                          "unnest(%s::text[]) WITH ORDINALITY AS u(k, n) WHERE id = 1", [keys[:2000]]).fetchone()
+    assert sql == [f.contains(k) for k in keys[:2000]]
+    found = sum(map(f.contains, keys))
+    print("\n== point lookup: Filter.contains in Python against SQL through pgbench -M prepared, 1 client, "
+          "Unix socket (%s), rounds until %d count" % (os.environ["PGHOST"], ROUNDS))
+    print("filter: %s, %d bytes (the index's filter has the same keys and parameters)" % (f, len(f)))
+    print("keys: the text of n, n random in [0, 2000000), present for n < 1000000; Filter.contains: "
+          "%d distinct keys (%d found: %.1f%%) checked in whole passes for %g s a round; SQL: pgbench "
+          "draws n afresh for each transaction, %g s a query a round" % (len(keys), found, 100.0 * found / len(keys),
+                                                                         PYTHON_SECONDS, LOOKUP_SECONDS))
+    for name, script, query in QUERIES:
+        print("  %-6s %s   (%s)" % (name, query, script))
+    contains_ns(f, keys, 0.5)  # warm-up
+    pgbench_us(QUERIES[0][1], 2)
+    scripts = dict((name, script) for name, script, _ in QUERIES)
+    steps = [name for name, _, _ in QUERIES] + ["python"]
+    rounds = []  # (SQL µs by query, Filter.contains ns, share of the time some task waited for a CPU)
+    waits = CpuWaits()
+
+    def undisturbed():
+        best_sql = {name: min(r[0][name] for r in rounds) for name in scripts}
+        best_ns = min(r[1] for r in rounds)
+        return [r for r in rounds if r[1] <= ROUND_SPREAD * best_ns
+                and all(r[0][name] <= ROUND_SPREAD * best_sql[name] for name in scripts)]
+
+    while (not rounds or len(undisturbed()) < ROUNDS) and len(rounds) < 3 * ROUNDS:
+        number = len(rounds)
+        order = steps[number % len(steps):] + steps[:number % len(steps)]
+        sql_us = {}
+        waits.start()
+        for step in order:
+            if step == "python":
+                ns = contains_ns(f, keys, PYTHON_SECONDS)
+            else:
+                sql_us[step] = pgbench_us(scripts[step], LOOKUP_SECONDS)
+        stall = waits.stop()
+        rounds.append((sql_us, ns, stall))
+        print("round %d (%s): index %.2f µs, stored %.2f µs, Filter.contains %.0f ns; ratios %.1fx, %.1fx; %s" % (
+            number + 1, ", ".join(order), sql_us["index"], sql_us["stored"], ns,
+            sql_us["index"] * 1e3 / ns, sql_us["stored"] * 1e3 / ns,
+            "CPU waits unknown" if stall is None else "a task waited for a CPU %.0f%% of the time" % (100 * stall)))
+    counted = undisturbed()
+    stalls = [r[2] for r in counted if r[2] is not None]
+    busy = bool(stalls) and statistics.median(stalls) >= BUSY_STALL
+    reliable = len(counted) >= 3 and not busy
+    print("counted: rounds %s (each figure within %gx of its best round)%s" % (
+        ", ".join(str(rounds.index(r) + 1) for r in counted), ROUND_SPREAD,
+        "" if reliable else "; NOT RELIABLE: " + ("too few rounds count" if len(counted) < 3 else
+                                                   "tasks waited for a CPU for %.0f%% of the time" % (100 * statistics.median(stalls)))))
+    ratios = {name: statistics.median(r[0][name] * 1e3 / r[1] for r in counted) for name in scripts}
+    medians = {name: statistics.median(r[0][name] for r in counted) for name in scripts}
+    print("medians of the counted rounds: index %.2f µs, stored %.2f µs, Filter.contains %.0f ns; ratio (median of "
+          "the rounds') %.1fx the index lookup, %.1fx the stored filter's" % (
+              medians["index"], medians["stored"], statistics.median(r[1] for r in counted),
+              ratios["index"], ratios["stored"]))
+    # The harder target: the SQL query with the lower ratio, the faster one.
+    faster = min(ratios, key=ratios.get)
+    print("the target row uses the faster SQL query (the lower ratio): %s" % faster)
+    # For comparison, outside the rounds: other keys and the older format.
+    (emails,) = conn.cursor(binary=True).execute("SELECT f FROM filters WHERE id = 2").fetchone()
+    email_keys = ["user%d@mail.com" % n for n in numbers]
+    data = f.to_bytes()
+    version1 = bloomfilter.Filter.from_bytes(data[:4] + b"\x01" + data[5:])
+    print("Filter.contains, median of 3 passes of 1 s: %.0f ns on the same keys; %.0f ns on user<n>@mail.com "
+          "keys (filter 2, built from them); %.0f ns on a version 1 filter of the same size" % (
+              statistics.median(contains_ns(f, keys, 1) for _ in range(3)),
+              statistics.median(contains_ns(emails, email_keys, 1) for _ in range(3)),
+              statistics.median(contains_ns(version1, keys, 1) for _ in range(3))))
+    label = {"index": "bloom_index_contains", "stored": "bloom_contains (stored filter)"}
+    row("python) SQL point lookup time (%s, the faster) / Filter.contains time, median of %d of %d rounds%s"
+        % (label[faster], len(counted), len(rounds), "" if reliable else ", machine busy: unreliable"),
+        round(ratios[faster], 1), ">=", 30)
+    other = "stored" if faster == "index" else "index"
+    rows.append("python) SQL point lookup time (%s) / Filter.contains time|%.1f|-|-" % (label[other], ratios[other]))
 
 
 def main():
-    index_tps = [float(x) for x in sys.argv[1].split()]
-    bloom_tps = [float(x) for x in sys.argv[2].split()]
     conn = psycopg.connect(autocommit=True)
     bloomfilter.psycopg.register(conn)
-    (f,) = conn.cursor(binary=True).execute("SELECT f FROM filters WHERE id = 1").fetchone()
-    rng = random.Random(1)
-    keys = ["user%d@mail.com" % rng.randrange(2_000_000) for _ in range(100_000)]
-    assert f.contains("user7@mail.com") and not f.contains("ghost@mail.com")
-    print("\n== Filter.contains in Python: %s, %d bytes, keys user<n>@mail.com, n random in [0, 2000000)"
-          % (f, len(f)))
-    contains_ns(f, keys, 0.3)  # warm-up
-    per_round = [contains_ns(f, keys) for _ in index_tps]
-    index_ratios, bloom_ratios = [], []
-    for index, bloom, ns in zip(index_tps, bloom_tps, per_round):
-        index_ratios.append(1e9 / index / ns)
-        bloom_ratios.append(1e9 / bloom / ns)
-        print("round: Filter.contains %.0f ns; bloom_index_contains %.1f us (%.1fx); bloom_contains on the "
-              "stored filter %.1f us (%.1fx)" % (ns, 1e6 / index, index_ratios[-1], 1e6 / bloom, bloom_ratios[-1]))
-    version1 = bloomfilter.Filter.from_bytes(f.to_bytes()[:4] + b"\x01" + f.to_bytes()[5:])
-    print("median: %.1fx the index lookup, %.1fx the stored filter's (a version 1 filter of the same size: "
-          "%.0f ns a check)" % (statistics.median(index_ratios), statistics.median(bloom_ratios),
-                                contains_ns(version1, keys, 0.5)))
-    row("python) bloom_index_contains time / Filter.contains time", round(statistics.median(index_ratios), 1), ">=", 30)
-    rows.append("python) bloom_contains (stored filter) time / Filter.contains time|%.1f|-|-"
-                % statistics.median(bloom_ratios))
+    lookups(conn)
 
     print("\n== follower lag: %d inserts by 2 clients, IndexFollower(interval=%.1f) on users_email_bloom"
           % (INSERTS, INTERVAL))

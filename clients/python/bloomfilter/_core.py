@@ -12,6 +12,12 @@ import uuid
 
 import xxhash
 
+# XXH3 came with xxhash 2.0. The requirement is checked here rather than in pyproject.toml:
+# Debian's python3-xxhash (3.0 in bookworm) declares its version as 0.0.0 to pip.
+if not hasattr(xxhash, "xxh3_128_intdigest"):
+    raise ImportError("bloomfilter needs xxhash 2.0 or later (XXH3); this one is %s"
+                      % getattr(xxhash, "VERSION", "older"))
+
 __all__ = ["Filter", "Info", "shard_of", "key_bytes", "key_hash", "FORMAT_VERSIONS"]
 
 FORMAT_VERSION_1 = 1
@@ -187,6 +193,27 @@ def read_header(data):
     return version, block_log2, hashes, blocks, capacity, error_rate, inserted
 
 
+# Bit p of a block is bit p & 7 of its byte p >> 3. For the compiled checks, two lists give both
+# per position: a list subscript is one of CPython's specialised instructions, cheaper than the
+# shift and two masks it replaces. Kept per block size, up to 2^16 bits (blocks of the filters
+# of up to 16 hashes are smaller); larger blocks use the shifts.
+_BIT_TABLES = {}
+_BIT_TABLES_MAX_LOG2 = 16
+
+
+def _bit_tables(block_log2):
+    """(byte offset, bit mask) lists indexed by a bit position in a block of 2^block_log2 bits,
+    or None for blocks too large to tabulate."""
+    if block_log2 > _BIT_TABLES_MAX_LOG2:
+        return None
+    tables = _BIT_TABLES.get(block_log2)
+    if tables is None:
+        positions = range(1 << block_log2)
+        tables = _BIT_TABLES.setdefault(block_log2, ([p >> 3 for p in positions],
+                                                     [1 << (p & 7) for p in positions]))
+    return tables
+
+
 class Info(tuple):
     """The columns of SQL's bloom_info(filter), in its order."""
     __slots__ = ()
@@ -308,11 +335,19 @@ class Filter:
 
     def _compile_contains(self):
         """The check of this filter as a function with its parameters as constants and its bit
-        positions unrolled: in CPython a check costs a few dozen interpreted
-        operations, and the loop, attribute loads and arguments would be a third of them."""
+        positions unrolled. In CPython a check costs a few dozen interpreted operations: the
+        loop, attribute loads and arguments would be a third of them, and each bit test's
+        shifts and masks another third, which two table lookups replace (_bit_tables)."""
         if self.hashes > 16:
             return self._contains_generic
-        key = "key.encode('utf-8') if key.__class__ is str else _key_bytes(key)"
+        tables = _bit_tables(self.block_log2)
+        if tables is None:
+            test = "    if not (_d[b + (p >> 3)] >> (p & 7)) & 1: return False"
+        else:
+            test = "    if not _d[b + _byte[p]] & _bit[p]: return False"
+        # xxhash hashes a str as its UTF-8 bytes (and refuses lone surrogates as str.encode
+        # does): str keys, the common case, skip key_bytes().
+        key = "key if key.__class__ is str else _key_bytes(key)"
         if self.version == FORMAT_VERSION_2:
             lines = [
                 "def contains(key):",
@@ -321,7 +356,7 @@ class Filter:
             ]
             for m in self._multipliers:
                 lines.append("    p = (h * %d >> %d) & %d" % (m, self._shift, self._bit_mask))
-                lines.append("    if not (_d[b + (p >> 3)] >> (p & 7)) & 1: return False")
+                lines.append(test)
         else:
             lines = [
                 "def contains(key):",
@@ -337,10 +372,12 @@ class Filter:
                 lines.append("    z = ((g ^ (g >> 30)) * 0xBF58476D1CE4E5B9) & %d" % _MASK64)
                 lines.append("    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & %d" % _MASK64)
                 lines.append("    p = (z ^ (z >> 31)) >> %d" % self._shift)
-                lines.append("    if not (_d[b + (p >> 3)] >> (p & 7)) & 1: return False")
+                lines.append(test)
         lines.append("    return True")
         namespace = {"_xxh": xxhash.xxh3_64_intdigest, "_xxh128": xxhash.xxh3_128_intdigest,
                      "_key_bytes": key_bytes, "_d": self._data}
+        if tables is not None:
+            namespace["_byte"], namespace["_bit"] = tables
         exec("\n".join(lines), namespace)
         contains = namespace["contains"]
         contains.__doc__ = Filter._contains_generic.__doc__

@@ -120,11 +120,11 @@ class IndexFollower:
             self._connect, self._conn = _reconnector(conn), conn
         self.index_name = index_name
         self.interval = interval
-        self._filter = None
+        # (filter, key type, key transform) of the index, replaced as one by a reload, so that
+        # contains() never pairs a filter with another index's key rules.
+        self._state = None
         self._oid = None
         self._lsn = None
-        self._key_type = None
-        self._transform = None
         self._refreshed_at = None  # time.monotonic() at the start of the last successful refresh
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -148,16 +148,16 @@ class IndexFollower:
     def contains(self, key):
         """False: no row committed before the last successful refresh has this key (after the
         index's expression, if any); True: one probably has."""
-        f = self._filter
-        if self._transform is not None:
+        f, key_type, transform = self._state
+        if transform is not None:
             try:
-                key = self._transform(key)
+                key = transform(key)
             except _Unreproducible:
                 return True
-        elif self._key_type is not None and not isinstance(key, self._key_type):
-            if not (self._key_type is bytes and isinstance(key, (bytearray, memoryview))):
+        elif key_type is not None and not isinstance(key, key_type):
+            if not (key_type is bytes and isinstance(key, (bytearray, memoryview))):
                 raise TypeError("index %s has keys of type %s, not %s" % (
-                    self.index_name, self._key_type.__name__, type(key).__name__))
+                    self.index_name, key_type.__name__, type(key).__name__))
         return f.contains(key)
 
     __contains__ = contains
@@ -165,7 +165,7 @@ class IndexFollower:
     @property
     def filter(self):
         """The current copy, a bloomfilter.Filter (format version 2)."""
-        return self._filter
+        return self._state[0]
 
     @property
     def lag(self):
@@ -183,7 +183,7 @@ class IndexFollower:
             try:
                 if self._conn is None:
                     self._open()
-                if self._filter is None:
+                if self._state is None:
                     self._load()
                 else:
                     self._apply_changes()
@@ -271,6 +271,7 @@ class IndexFollower:
             cursor.close()
 
     def _describe(self):
+        """(OID, key type, key transform or None) of the index now under the name."""
         rows = self._query(_DESCRIBE, [self.index_name])
         if not rows:
             raise LookupError("index %s not found" % self.index_name)
@@ -278,10 +279,9 @@ class IndexFollower:
         if access_method != "bloomfilter":
             raise UnsupportedIndexError("%s is not a bloomfilter index (it uses %s)"
                                         % (self.index_name, access_method))
-        self._key_type = _KEY_TYPES.get(key_type)
-        self._transform = None
+        key_type = _KEY_TYPES.get(key_type)
         if not is_expression:
-            return oid
+            return oid, key_type, None
         columns = dict(self._query(_COLUMNS, [oid]))
         match = re.fullmatch(r"lower\((.+?)(?:::text)?\)", definition)
         column = match.group(1) if match else None
@@ -306,15 +306,14 @@ class IndexFollower:
             # which Python's str.lower() does not always match: such keys answer "maybe".
             raise _Unreproducible()
 
-        self._transform = lower
-        return oid
+        return oid, key_type, lower
 
     def _load(self):
-        oid = self._describe()
+        oid, key_type, transform = self._describe()
         (lsn,), = self._query(_CURRENT_LSN, [])
         (data,), = self._query(_LOAD, [oid])
         self.last_rows, self.last_bytes = 1, len(data)
-        self._filter = Filter.from_bytes(bytes(data))
+        self._state = (Filter.from_bytes(bytes(data)), key_type, transform)
         self._oid, self._lsn = oid, lsn
         self.reloads += 1
 
@@ -326,11 +325,11 @@ class IndexFollower:
             return
         next_lsn, offset, header, oid = rows[0]
         header = bytes(header)
-        current = self._filter
+        current = self._state[0]
         if oid != self._oid or offset != 0 or header[:28] != current.to_bytes()[:28]:
             # Another index under the name (REINDEX CONCURRENTLY, or dropped and created) or
-            # new parameters: read it whole.
-            self._filter = None
+            # new parameters: read it whole. Until the new copy is complete (and if reading it
+            # fails) contains() answers from the current one, as of the last refresh.
             self._load()
             return
         data = current._data

@@ -181,6 +181,77 @@ def test_reindex_concurrently_and_resize(conn, dsn):
         follower.close()
 
 
+def test_no_false_negative_through_reindex_and_dropped_connection(conn, dsn):
+    """While 4 clients insert, the index is rebuilt concurrently (twice, the second time with
+    new parameters) and the follower's connection is dropped; all along, every row committed
+    before the start of the follower's last successful refresh is found."""
+    table, index = make_table(conn, capacity=50_000)
+    follower = IndexFollower(psycopg.connect(dsn), index, interval=INTERVAL)
+    committed = []  # (time.monotonic() once the INSERT has committed, key)
+    lock = threading.Lock()
+    stop = threading.Event()
+    errors, missed, checked = [], [], [0]
+
+    def writer(number):
+        try:
+            with psycopg.connect(dsn, autocommit=True) as c:
+                i = 0
+                while not stop.is_set():
+                    key = "w%d.%d@mail.com" % (number, i)
+                    c.execute("INSERT INTO %s (email) VALUES (%%s)" % table, [key])
+                    with lock:
+                        committed.append((time.monotonic(), key))
+                    i += 1
+                    time.sleep(0.002)
+        except Exception as error:  # reported below
+            errors.append(error)
+
+    def checker():
+        try:
+            while not stop.is_set():
+                # No later than the start of the last successful refresh (lag is read after now).
+                now = time.monotonic()
+                refreshed_at = now - follower.lag
+                with lock:
+                    before = [key for at, key in committed if at < refreshed_at]
+                for key in before:
+                    if not follower.contains(key):
+                        missed.append(key)
+                checked[0] += len(before)
+                time.sleep(0.01)
+        except Exception as error:  # an answer must never fail, whatever the refresh meets
+            errors.append(error)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)] + [threading.Thread(target=checker)]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(0.5)
+        reloads, reconnects = follower.reloads, follower.reconnects
+        conn.execute("REINDEX INDEX CONCURRENTLY %s" % index)
+        time.sleep(0.5)
+        conn.execute("SELECT pg_terminate_backend(%s)", [follower.backend_pid])
+        time.sleep(0.5)
+        conn.execute("ALTER INDEX %s SET (capacity = 80000)" % index)
+        conn.execute("REINDEX INDEX CONCURRENTLY %s" % index)
+        time.sleep(0.5)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    try:
+        assert not errors
+        assert not missed, "%d checks of rows committed before the last refresh missed, e.g. %r" % (
+            len(missed), missed[:3])
+        assert checked[0] > 10_000
+        assert follower.reloads >= reloads + 2 and follower.reconnects >= reconnects + 1
+        follower.refresh()
+        assert follower.filter.capacity == 80000
+        assert all(follower.contains(key) for _, key in committed)
+    finally:
+        follower.close()
+
+
 def test_lower_expression(conn, dsn):
     table, index = make_table(conn, expression="lower(email)")
     conn.execute("INSERT INTO %s (email) VALUES ('User7@Mail.COM'), ('Ünïcode@Mail.com')" % table)
