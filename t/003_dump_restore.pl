@@ -9,7 +9,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use BloomfilterTAP;
 
-my $node = new_node('dump_restore', [ 'max_connections = 50' ]);
+my $node = new_node('dump_restore');
 my $work = $node->basedir;
 
 $node->safe_psql('postgres', 'CREATE DATABASE source');

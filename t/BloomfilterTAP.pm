@@ -9,15 +9,18 @@ use PostgreSQL::Test::Cluster;
 use Test::More;
 use Time::HiRes qw(usleep time);
 
-our @EXPORT = qw(new_node sql_error node_run start_pgbench finish_pgbench kill9_and_restart);
+our @EXPORT = qw(new_node sql_error node_run start_pgbench finish_pgbench stop_pgbench kill9_and_restart);
 
 # new_node(NAME, [SETTING, ...], %init_options): a started node; SETTINGs are postgresql.conf
-# lines, %init_options go to init (allows_streaming => 1, say).
+# lines, %init_options go to init (allows_streaming => 1, say). Room for pgbench's clients and the
+# tests' tables whatever init chose (allows_streaming makes both tiny); statements are not logged,
+# since the tests run hundreds of thousands of them.
 sub new_node {
 	my ($name, $settings, %init_options) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name);
 	$node->init(%init_options);
-	$node->append_conf('postgresql.conf', join("\n", @{ $settings || [] }) . "\n");
+	$node->append_conf('postgresql.conf', join("\n", 'max_connections = 50', 'shared_buffers = 256MB',
+		'log_statement = none', @{ $settings || [] }) . "\n");
 	$node->start;
 	return $node;
 }
@@ -46,7 +49,7 @@ sub node_run {
 }
 
 # start_pgbench(NODE, DATABASE, ARGUMENT...): pgbench -n in the background; finish_pgbench
-# waits for it and returns (success, stdout, stderr).
+# waits for it and returns (success, stdout, stderr); stop_pgbench kills it.
 sub start_pgbench {
 	my ($node, $database, @arguments) = @_;
 	my $run = { out => '', err => '' };
@@ -60,6 +63,11 @@ sub finish_pgbench {
 	my ($run) = @_;
 	my $ok = $run->{handle}->finish;
 	return ($ok, $run->{out}, $run->{err});
+}
+
+sub stop_pgbench {
+	my ($run) = @_;
+	$run->{handle}->kill_kill;
 }
 
 # SIGKILL of the postmaster, then a restart: crash recovery. The old backends exit when they

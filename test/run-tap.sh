@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 PG_CONFIG=${PG_CONFIG:-pg_config}
 pgxs_dir=$(dirname "$($PG_CONFIG --pgxs)")/../..
 [ -f "$pgxs_dir/src/test/perl/PostgreSQL/Test/Cluster.pm" ] ||
-  { echo "no PostgreSQL::Test::Cluster under $pgxs_dir/src/test/perl (package postgresql-server-dev-*)" >&2; exit 1; }
+  { echo "no PostgreSQL::Test::Cluster under $pgxs_dir/src/test/perl (package postgresql-client-*): make deps" >&2; exit 1; }
+perl -MIPC::Run -e 1 2>/dev/null || { echo "no IPC::Run (package libipc-run-perl): make deps" >&2; exit 1; }
 options=() tests=()
 for arg in "$@"; do
   case $arg in t/*.pl) tests+=("$arg") ;; *) options+=("$arg") ;; esac
