@@ -1,6 +1,7 @@
 # Concurrent signups (pgbench, 8 clients) into each way of keeping a filter current, then a check
 # that every committed email is found. Each variant gets its own database with 100,000 existing
-# users and test/examples/signup.sql; 1 signup in 10 is rolled back.
+# users and test/examples/signup.sql; 1 signup in 10 is rolled back. Emails are drawn from 9e18
+# numbers a client, so that two signups of a run never draw the same one.
 # Variants: plain (INSERT, unique index only), single (procedure, one filter row), sharded
 # (procedure, 64 shard rows), index (INSERT into a table with a bloomfilter index), reindex (the
 # same, the index rebuilt by REINDEX CONCURRENTLY in the middle of the run).
@@ -63,8 +64,8 @@ CREATE TABLE rolled_back (email text);
 		: "INSERT INTO users (email) VALUES (PREFIX || :client_id || '-' || :n || '\@mail.com');";
 	(my $commit = $signup) =~ s/PREFIX/'c'/;
 	(my $rollback = $signup) =~ s/PREFIX/'rb'/;
-	append_to_file("$work/$variant-signup.sql", "\\set n random(1, 1000000000000)\n$commit\n");
-	append_to_file("$work/$variant-rollback.sql", "\\set n random(1, 1000000000000)\nBEGIN;\n$rollback\nROLLBACK;\n"
+	append_to_file("$work/$variant-signup.sql", "\\set n random(1, 9000000000000000000)\n$commit\n");
+	append_to_file("$work/$variant-rollback.sql", "\\set n random(1, 9000000000000000000)\nBEGIN;\n$rollback\nROLLBACK;\n"
 		. "INSERT INTO rolled_back VALUES ('rb' || :client_id || '-' || :n || '\@mail.com');\n");
 
 	my $wal_before = $node->safe_psql($db, 'SELECT pg_current_wal_lsn()');

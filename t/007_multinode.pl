@@ -97,7 +97,7 @@ my $build_sharded = "SELECT shard, bloom_union_agg(f) FROM (
 
 ###############################################################################################
 section('pushdown: EXPLAIN (VERBOSE, COSTS OFF) on the coordinator');
-sub explain { return on($coordinator, "EXPLAIN (VERBOSE, COSTS OFF) $_[0]"); }
+sub explain_plan { return on($coordinator, "EXPLAIN (VERBOSE, COSTS OFF) $_[0]"); }
 # expect_lines(PLAN, TEXT, COUNT, WHAT): COUNT lines of PLAN hold TEXT.
 sub expect_lines {
 	my ($plan, $text, $count, $what) = @_;
@@ -106,7 +106,7 @@ sub expect_lines {
 }
 
 note('-- 0. before the nodes have statistics on bloom_shard(email, 3) (for information, not checked):');
-my $plan = explain($build_merged);
+my $plan = explain_plan($build_merged);
 if ($plan =~ /Remote SQL: SELECT public\.bloom_shard\(email, 3\), public\.bloom_agg/) {
 	note('   the aggregate is already pushed down');
 } else {
@@ -119,34 +119,34 @@ note("-- 0b. enable_partitionwise_aggregate = off: the grouping runs above the A
 expect_lines($plan, 'Remote SQL: SELECT email FROM public.users', 2, 'partitionwise aggregation off');
 on($coordinator, 'ANALYZE users');
 
-$plan = explain("INSERT INTO filters $insert_merged");
+$plan = explain_plan("INSERT INTO filters $insert_merged");
 note("-- 1. the merged filter: bloom_agg per node, grouped by the partition key; bloom_union_agg on the coordinator\n$plan");
 expect_lines($plan, "Remote SQL: SELECT public.bloom_shard(email, 3), public.bloom_agg(email, ${capacity}::bigint", 2, 'merged build');
 expect_lines($plan, 'Async Foreign Scan', 2, 'merged build');
 
-$plan = explain("INSERT INTO filter_shards $build_sharded");
+$plan = explain_plan("INSERT INTO filter_shards $build_sharded");
 note("-- 2. $shards shards: bloom_agg per node and shard; bloom_union_agg per shard on the coordinator\n$plan");
 expect_lines($plan, "Remote SQL: SELECT public.bloom_shard(email, 3), public.bloom_shard(email, $shards), public.bloom_agg(email, ${shard_capacity}::bigint",
 	2, 'sharded build');
 
-$plan = explain("SELECT bloom_agg(email, $capacity, $error_rate) FROM users_node1");
+$plan = explain_plan("SELECT bloom_agg(email, $capacity, $error_rate) FROM users_node1");
 note("-- 3. one foreign partition queried directly\n$plan");
 expect_lines($plan, 'Relations: Aggregate on (public.users_node1)', 1, 'direct partition');
 expect_lines($plan, "Remote SQL: SELECT public.bloom_agg(email, ${capacity}::bigint", 1, 'direct partition');
 
-$plan = explain("SELECT bloom_agg(email, $capacity, $error_rate) FROM users");
+$plan = explain_plan("SELECT bloom_agg(email, $capacity, $error_rate) FROM users");
 note("-- 4. no GROUP BY on the partition key (for information, not checked)\n$plan\n"
 	. ($plan =~ /Remote SQL: SELECT email FROM public\.users/
 		? '   (the rows are fetched: partial aggregates are not sent to the nodes)'
 		: '   (this server sends partial aggregates to the nodes)'));
 
-$plan = explain('SELECT bloom_union_agg(f), max(batch), count(*), sum(emails) FROM filter_outbox_node1 WHERE batch > 0');
+$plan = explain_plan('SELECT bloom_union_agg(f), max(batch), count(*), sum(emails) FROM filter_outbox_node1 WHERE batch > 0');
 note("-- 5. a merge round's read of a node's sealed deltas\n$plan");
 expect_lines($plan, 'Remote SQL: SELECT public.bloom_union_agg(f), max(batch), count(*), sum(emails) FROM public.filter_outbox WHERE ((batch > 0))',
 	1, 'merge read');
 
 my $homed = on($node{node1}, 'SELECT email FROM users ORDER BY email LIMIT 1');
-$plan = explain("SELECT 1 FROM users WHERE email = '$homed' AND bloom_shard(email, 3) = bloom_shard('$homed'::text, 3)");
+$plan = explain_plan("SELECT 1 FROM users WHERE email = '$homed' AND bloom_shard(email, 3) = bloom_shard('$homed'::text, 3)");
 note("-- 6. the pre-check's lookup for a \"probably taken\" email homed at node1: one partition, by its key\n$plan");
 expect_lines($plan, 'Remote SQL:', 1, 'pre-check lookup');
 expect_lines($plan, 'Foreign Scan on public.users_node1', 1, 'pre-check lookup');
