@@ -18,7 +18,7 @@ mkdir -p "$BUILD_DIR"
 for module in xxhash psycopg; do
   "$PYTHON" -c "import $module" 2>/dev/null || { echo "bench: python3-$module is missing" >&2; exit 1; }
 done
-. test/cluster.sh
+. bench/cluster.sh
 trap cluster_cleanup_all EXIT
 cluster_start python_bench "max_connections = 40"
 export BENCH_PGBENCH=$($PG_CONFIG --bindir)/pgbench

@@ -10,9 +10,9 @@
 #   d) the C++ core's add and contains next to libbloom and the article's algorithm (Google
 #      Benchmark), with each way the core can check a block forced, and the one it chose;
 #   e) signups per second and WAL per signup at 8 clients: plain INSERT, a single-row filter,
-#      64 shards, the bloomfilter index, and that index rebuilt during the run (test/signups.sh);
+#      64 shards, the bloomfilter index, and that index rebuilt during the run (t/006_signups.pl);
 #   f) the distributed build over three nodes against one node, and the bytes moved
-#      (test/multinode.sh --bench);
+#      (t/007_multinode.pl with MULTINODE_BENCH=1);
 #   g) the Python client: its local check against the SQL point lookup, the follower's lag and
 #      the cost of a refresh when nothing changed (bench/python_client.sh).
 # Then a summary: what / measured / target / PASS or MISS.
@@ -84,8 +84,8 @@ make --no-print-directory -s build/core_bench || fail "could not build build/cor
 # ---------------------------------------------------------------------------------------------
 # The cluster and its data.
 
-# shellcheck source=SCRIPTDIR/../test/cluster.sh
-source test/cluster.sh
+# shellcheck source=SCRIPTDIR/cluster.sh
+source bench/cluster.sh
 trap cluster_cleanup_all EXIT
 # Everything fits in shared_buffers; no JIT (its compile time would land on both sides of a
 # ratio), no autovacuum or checkpoint during the runs.
@@ -413,10 +413,11 @@ row "d) core add / libbloom's add" "$(ratio "${ns[BM_core_add]}" "${ns[BM_libblo
 row "d) core add speedup over the article's" "$(ratio "${ns[BM_article_add]}" "${ns[BM_core_add]}")"
 
 # ---------------------------------------------------------------------------------------------
-section "e) signups at 8 clients: plain INSERT, single-row filter, 64 shards, bloomfilter index (test/signups.sh)"
+section "e) signups at 8 clients: plain INSERT, single-row filter, 64 shards, bloomfilter index (t/006_signups.pl)"
 SIGNUP_SECONDS=${BENCH_SIGNUP_SECONDS:-10}
-test/signups.sh "$SIGNUP_SECONDS" "plain single sharded index reindex" | tee "$BUILD_DIR/signups.log" \
-  || fail "test/signups.sh failed"
+BLOOMFILTER_SIGNUP_SECONDS=$SIGNUP_SECONDS BLOOMFILTER_SIGNUP_VARIANTS="plain single sharded index reindex" \
+  test/run-tap.sh -v t/006_signups.pl | sed -n 's/^# \(variant\|plain\|single\|sharded\|index\|reindex\) /\1 /p' \
+  | tee "$BUILD_DIR/signups.log" || fail "t/006_signups.pl failed"
 declare -A signups_rate signups_wal signups_fn
 while read -r variant rate wal _ _ _ fn; do
   signups_rate[$variant]=$rate; signups_wal[$variant]=$wal; signups_fn[$variant]=$fn
@@ -437,11 +438,11 @@ done
 row "e) false negatives after the concurrent runs" \
   "$(( ${signups_fn[single]} + ${signups_fn[sharded]} + ${signups_fn[index]} + ${signups_fn[reindex]} ))" "<=" 0
 
-section "f) one filter over three nodes (test/multinode.sh --bench)"
-: > "$BUILD_DIR/multinode.rows"
-MULTINODE_SUMMARY_FILE="$BUILD_DIR/multinode.rows" test/multinode.sh --bench > "$BUILD_DIR/multinode.log" 2>&1 \
-  || { tail -40 "$BUILD_DIR/multinode.log"; fail "test/multinode.sh --bench failed"; }
-sed -n '/== build times/,/== signup pre-check/p' "$BUILD_DIR/multinode.log" | sed '$d'
+section "f) one filter over three nodes (t/007_multinode.pl, MULTINODE_BENCH=1)"
+MULTINODE_BENCH=1 test/run-tap.sh -v t/007_multinode.pl > "$BUILD_DIR/multinode.log" 2>&1 \
+  || { tail -40 "$BUILD_DIR/multinode.log"; fail "t/007_multinode.pl failed"; }
+sed -n 's/^# row: //p' "$BUILD_DIR/multinode.log" > "$BUILD_DIR/multinode.rows"
+sed -n 's/^# \{0,1\}//p' "$BUILD_DIR/multinode.log" | sed -n '/== build times/,/== signup pre-check/p' | sed '$d'
 while IFS='|' read -r what measured _ _; do
   row "f) ${what#e) multinode: }" "$measured"
 done < "$BUILD_DIR/multinode.rows"

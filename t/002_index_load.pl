@@ -7,13 +7,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use IPC::Run;
 use BloomfilterTAP;
 
-my $node = PostgreSQL::Test::Cluster->new('load');
-$node->init;
-$node->append_conf('postgresql.conf', "max_connections = 40\nfsync = on\n");
-$node->start;
+my $node = new_node('load', [ 'max_connections = 40', 'fsync = on' ]);
 $node->safe_psql('postgres', q{
 	CREATE EXTENSION bloomfilter;
 	CREATE TABLE users (id bigserial PRIMARY KEY, email text NOT NULL UNIQUE);
@@ -30,24 +26,20 @@ my $missing = q{SELECT count(*) FROM users WHERE NOT bloom_index_contains('users
 # pgbench in the background: 8 clients inserting for SECONDS.
 sub start_inserts {
 	my ($seconds) = @_;
-	my ($out, $err) = ('', '');
-	my $run = IPC::Run::start(
-		[ 'pgbench', '-n', '-c', '8', '-j', '2', '-T', $seconds, '-f', $script,
-		  '-h', $node->host, '-p', $node->port, 'postgres' ],
-		'>', \$out, '2>', \$err);
-	return ($run, \$out, \$err);
+	return start_pgbench($node, 'postgres', '-c', '8', '-j', '2', '-T', $seconds, '-f', $script);
 }
 sub count_rows { return $node->safe_psql('postgres', 'SELECT count(*) FROM users'); }
 
 # Growing online: a new capacity, then REINDEX CONCURRENTLY while the clients insert.
 my $before = count_rows();
-my ($run, $out, $err) = start_inserts(8);
+my $run = start_inserts(8);
 sleep 2;
 $node->safe_psql('postgres', 'ALTER INDEX users_email_bloom SET (capacity = 400000)');
 $node->safe_psql('postgres', 'REINDEX INDEX CONCURRENTLY users_email_bloom');
 $node->safe_psql('postgres', 'REINDEX INDEX CONCURRENTLY users_email_ci_bloom');
 my $reindexed = count_rows();
-ok($run->finish, 'pgbench ran through both rebuilds, never failing') or diag($$err);
+my ($ok, $out, $err) = finish_pgbench($run);
+ok($ok, 'pgbench ran through both rebuilds, never failing') or diag($err);
 my $after = count_rows();
 cmp_ok($reindexed, '>', $before, 'rows were inserted while the indexes were rebuilt');
 cmp_ok($after, '>', $reindexed, 'and after');
@@ -61,11 +53,11 @@ note("false negatives: concurrent-inserts-and-reindex-concurrently $fn_reindex")
 is($fn_reindex, '0', "every committed row is found after REINDEX CONCURRENTLY under load ($after rows)");
 
 # SIGKILL while the clients insert: every row committed before the kill is found after recovery.
-($run, $out, $err) = start_inserts(30);
+$run = start_inserts(30);
 sleep 3;
 my $committed_before_kill = count_rows();
 kill9_and_restart($node);
-$run->kill_kill;
+stop_pgbench($run);
 my $recovered = count_rows();
 cmp_ok($recovered, '>=', $committed_before_kill,
 	"recovery kept every row counted before the kill ($committed_before_kill, $recovered after)");

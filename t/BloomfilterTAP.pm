@@ -1,12 +1,74 @@
-# Helpers shared by the TAP tests in t/.
+# Helpers shared by the TAP tests in t/: nodes with the extension's usual settings, SQL errors
+# read as SQLSTATE and time, pgbench in the background, crash and restart.
 package BloomfilterTAP;
 use strict;
 use warnings;
 use Exporter 'import';
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
 use Test::More;
-use Time::HiRes qw(usleep);
+use Time::HiRes qw(usleep time);
 
-our @EXPORT = qw(kill9_and_restart);
+our @EXPORT = qw(new_node sql_error node_run start_pgbench finish_pgbench stop_pgbench kill9_and_restart);
+
+# new_node(NAME, [SETTING, ...], %init_options): a started node; SETTINGs are postgresql.conf
+# lines, %init_options go to init (allows_streaming => 1, say). Room for pgbench's clients and the
+# tests' tables whatever init chose (allows_streaming makes both tiny); statements are not logged,
+# since the tests run hundreds of thousands of them.
+sub new_node {
+	my ($name, $settings, %init_options) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init(%init_options);
+	$node->append_conf('postgresql.conf', join("\n", 'max_connections = 50', 'shared_buffers = 256MB',
+		'log_statement = none', @{ $settings || [] }) . "\n");
+	$node->start;
+	return $node;
+}
+
+# sql_error(NODE, DATABASE, SQL): runs SQL in one psql session and returns the SQLSTATE of its
+# first error ('none' without one) and the seconds the session took.
+sub sql_error {
+	my ($node, $database, $sql) = @_;
+	my ($stdout, $stderr) = ('', '');
+	my $started = time;
+	$node->psql($database, $sql, stdout => \$stdout, stderr => \$stderr, on_error_stop => 1,
+		extra_params => [ '-v', 'VERBOSITY=sqlstate' ]);
+	my $seconds = time - $started;
+	my ($code) = $stderr =~ /ERROR:\s+([0-9A-Z]{5})/;
+	return ($code // 'none', $seconds);
+}
+
+# node_run(NODE, COMMAND...): a client program against NODE; returns (success, stdout, stderr).
+sub node_run {
+	my ($node, @command) = @_;
+	local $ENV{PGHOST} = $node->host;
+	local $ENV{PGPORT} = $node->port;
+	my ($stdout, $stderr) = ('', '');
+	my $ok = IPC::Run::run(\@command, '<', \undef, '>', \$stdout, '2>', \$stderr);
+	return ($ok, $stdout, $stderr);
+}
+
+# start_pgbench(NODE, DATABASE, ARGUMENT...): pgbench -n in the background; finish_pgbench
+# waits for it and returns (success, stdout, stderr); stop_pgbench kills it.
+sub start_pgbench {
+	my ($node, $database, @arguments) = @_;
+	my $run = { out => '', err => '' };
+	$run->{handle} = IPC::Run::start(
+		[ 'pgbench', '-n', '-h', $node->host, '-p', $node->port, @arguments, $database ],
+		'<', \undef, '>', \$run->{out}, '2>', \$run->{err});
+	return $run;
+}
+
+sub finish_pgbench {
+	my ($run) = @_;
+	my $ok = $run->{handle}->finish;
+	return ($ok, $run->{out}, $run->{err});
+}
+
+sub stop_pgbench {
+	my ($run) = @_;
+	$run->{handle}->kill_kill;
+}
 
 # SIGKILL of the postmaster, then a restart: crash recovery. The old backends exit when they
 # notice the postmaster gone; until then the old shared memory is in use and a new postmaster

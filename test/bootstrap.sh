@@ -11,15 +11,16 @@ cd "$(dirname "$0")/.."
 . test/as_root.sh
 PG_MAJOR=${PG_MAJOR:-15}
 wanted=(
+  # The server (with pgbench, amcheck and postgres_fdw), its headers and PGXS, and the client
+  # (psql, pg_dump, and PostgreSQL::Test::Cluster for the TAP tests).
   make g++ "postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR" "postgresql-client-$PG_MAJOR"
   libxxhash-dev            # the core's hash
   libgtest-dev             # unit tests
   clang-14 libclang-rt-14-dev  # sanitizers and libFuzzer
   libbenchmark-dev libssl-dev libbloom-dev  # make bench (libbloom: the peer the core is measured against)
-  python3                  # free ports and arithmetic in the test scripts
-  procps                   # pgrep, ps (survival test, matrix)
-  bsdextrautils            # column (multinode test, benchmarks)
-  iproute2
+  python3                  # META.json checks, the Python client
+  bsdextrautils            # column (benchmarks)
+  iproute2                 # ss: free ports (bench/cluster.sh), bytes from the nodes (t/007_multinode.pl)
   perl libipc-run-perl     # TAP tests (prove, PostgreSQL::Test::Cluster)
   sqlsmith                 # make fuzz
   python3-xxhash python3-psycopg python3-psycopg2 python3-pytest  # the Python client's tests

@@ -5,7 +5,8 @@
 #   chroot_mount KIND|bind SOURCE TARGET [OPTIONS] one more mount, undone by chroot_cleanup
 #   chroot_cleanup                                 kills what still runs inside the roots that were
 #                                                  mounted, then unmounts everything, newest first
-# The sourcing script calls chroot_cleanup from its EXIT trap. Needs root.
+# The sourcing script calls chroot_cleanup from its EXIT trap. Needs root, and fuser (psmisc),
+# installed with debootstrap when missing.
 CHROOT_MOUNTS=()   # mount points, in the order they were mounted
 CHROOT_ROOTS=()    # roots whose system directories were mounted
 
@@ -29,11 +30,11 @@ chroot_make_root() {
   local suite=$1 dir=$2 log=$3 packages mirror partial=$2.partial
   shift 3
   [ -d "$dir" ] && return 0
-  command -v debootstrap >/dev/null || {
-    echo "installing debootstrap"
+  if ! command -v debootstrap >/dev/null || ! command -v fuser >/dev/null; then
+    echo "installing debootstrap and psmisc"
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
-  }
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap psmisc >/dev/null
+  fi
   if awk -v p="$partial" 'index($2, p) == 1' /proc/self/mounts | grep -q .; then
     chroot_die "$partial has something mounted below it; unmount it first"
   fi
@@ -73,12 +74,11 @@ chroot_mount_system() {
 }
 
 chroot_cleanup() {
-  local root pid i
-  # Anything still running inside these roots was started by this run.
+  local root i
+  # Anything still running inside these roots was started by this run: fuser (psmisc) finds the
+  # processes whose root directory (or working directory) is the root itself.
   for root in "${CHROOT_ROOTS[@]}"; do
-    for pid in /proc/[0-9]*; do
-      if [ "$(readlink "$pid/root" 2>/dev/null)" = "$root" ]; then kill -KILL "${pid#/proc/}" 2>/dev/null || true; fi
-    done
+    fuser -s -k -KILL "$root" 2>/dev/null || true
   done
   for ((i = ${#CHROOT_MOUNTS[@]} - 1; i >= 0; i--)); do
     umount "${CHROOT_MOUNTS[i]}" 2>/dev/null || umount -l "${CHROOT_MOUNTS[i]}" 2>/dev/null ||

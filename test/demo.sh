@@ -2,7 +2,7 @@
 # The article's scenario on a throwaway cluster: 1,000,000 registered emails, a filter at p = 1%.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. test/cluster.sh
+. bench/cluster.sh
 trap cluster_cleanup_all EXIT
 cluster_start demo
 echo "PostgreSQL $(psql -XAtc 'SHOW server_version') on a throwaway cluster (port $PGPORT)"

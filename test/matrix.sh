@@ -7,7 +7,7 @@
 # Each version runs in a minimal Debian root with that version's packages: 15 in bookworm, 17 in
 # trixie, 18 in sid, each made once with debootstrap into $BLOOM_MATRIX_CACHE (default
 # /var/cache/bloomfilter-matrix) and reused (missing packages are added). For each version: copy
-# this tree in, build it with that version's pg_config (any compiler warning fails the build),
+# this tree in, build it with that version's pg_config and -Werror (PG_CXXFLAGS_EXTRA),
 # build the package postgresql-VERSION-bloomfilter with `make deb` (dpkg-buildpackage, its own
 # run of the suite included), install the .deb with apt-get, start a throwaway cluster as the
 # postgres user (Unix socket only, no TCP port) and run `make installcheck` against the installed
@@ -73,28 +73,26 @@ stop_cluster() {
   fi
 }
 
-# The build and the suite run in the background and are waited for, so that a signal stops the
-# run at once (bash runs a trap only when the foreground command has ended).
+# The build and the suite run in the background, in a process group of their own (job control
+# on while it starts), and are waited for, so that a signal stops the run at once (bash runs a
+# trap only when the foreground command has ended) and the cleanup stops the whole group.
 LONG_PID=
 long() {
+  set -m
   "$@" &
   LONG_PID=$!
+  set +m
   local rc=0
   wait "$LONG_PID" || rc=$?
   LONG_PID=
   return "$rc"
-}
-kill_tree() {
-  local child
-  for child in $(ps -o pid= --ppid "$1"); do kill_tree "$child"; done
-  kill -TERM "$1" 2>/dev/null
 }
 
 cleanup() {
   local rc=$? i v root pid left
   set +e
   trap - EXIT INT TERM
-  [ -n "$LONG_PID" ] && kill_tree "$LONG_PID"
+  [ -n "$LONG_PID" ] && kill -TERM -- "-$LONG_PID" 2>/dev/null
   for v in "${STARTED[@]}"; do stop_cluster "$v"; done
   # Anything still running inside a root this run used was started by this run (the lock).
   chroot_cleanup
@@ -168,22 +166,17 @@ prepare() {
 # Copies this tree (without build products) into the version's root and builds and installs it.
 # Sets BUILD_RESULT.
 build() {
-  local v=$1 root src log warnings debs
+  local v=$1 root src log debs
   root=$(root_of "$v")
   src=$WORK/src-$v
   log=$LOGS/build-$v.log
   mkdir -p "$root$src"
   tar -C "$SOURCE" --exclude=./.git --exclude=./build --exclude=./results --exclude='*.o' \
       --exclude='*.so' --exclude='*.bc' -cf - . | tar -C "$root$src" -xf - || die "cannot copy the tree"
-  if ! long in_env "$v" make -C "$src" PG_CONFIG="$(pg_config_of "$v")" >"$log" 2>&1; then
+  # Any compiler warning fails the build.
+  if ! long in_env "$v" make -C "$src" PG_CONFIG="$(pg_config_of "$v")" PG_CXXFLAGS_EXTRA=-Werror >"$log" 2>&1; then
     tail -n 40 "$log"
     BUILD_RESULT="FAILED"
-    return 1
-  fi
-  warnings=$(grep -c 'warning:' "$log" || true)
-  if [ "$warnings" -ne 0 ]; then
-    grep -A2 'warning:' "$log" | head -n 60
-    BUILD_RESULT="FAILED, $warnings warning(s)"
     return 1
   fi
   # The package, built (and its suite run) by dpkg-buildpackage, then installed.
@@ -199,7 +192,7 @@ build() {
     BUILD_RESULT="FAILED: package install"
     return 1
   fi
-  BUILD_RESULT="ok, 0 warnings, .deb"
+  BUILD_RESULT="ok (-Werror), .deb"
 }
 
 start_cluster() {

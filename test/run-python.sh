@@ -13,7 +13,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "missing Debian packages: ${missing[*]} (apt-get install -y ${missing[*]})" >&2
   exit 1
 fi
-. test/cluster.sh
+. bench/cluster.sh
 trap cluster_cleanup_all EXIT
 cluster_start python "max_connections = 60"
 cd clients/python

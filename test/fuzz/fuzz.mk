@@ -1,5 +1,6 @@
-# libFuzzer targets for the core (src/core), included by the top-level Makefile; paths are
-# relative to the repository root.
+# libFuzzer targets for the core (src/core), included by the top-level Makefile (which sets
+# CLANGXX, the compiler with libFuzzer; FUZZ_CXX overrides it here); paths are relative to the
+# repository root.
 #   make fuzz         build each target into build/fuzz/ and run it for FUZZ_SECONDS (60)
 #   make fuzz-smoke   the same, FUZZ_SMOKE_SECONDS (30) each; part of `make test`
 #   make fuzz-corpus  regenerate the committed seed corpus in test/fuzz/corpus/
@@ -17,7 +18,7 @@ fuzz_saved_default_goal := $(.DEFAULT_GOAL)
 FUZZ_TARGETS = fuzz_validate fuzz_hex
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 30
-FUZZ_CXX ?= clang++-14
+FUZZ_CXX ?= $(CLANGXX)
 FUZZ_CXXFLAGS ?= -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
                  -fno-omit-frame-pointer
 FUZZ_BINARIES = $(addprefix build/fuzz/,$(FUZZ_TARGETS))
@@ -29,7 +30,7 @@ $(FUZZ_BINARIES): build/fuzz/%: test/fuzz/%.cpp test/fuzz/fuzz_common.hpp $(FUZZ
 
 build/fuzz/make_corpus: test/fuzz/make_corpus.cpp $(FUZZ_CORE)
 	@mkdir -p build/fuzz
-	g++ -std=c++17 -O2 -Wall -Wextra -o $@ $< src/core/bloom.cpp
+	$(CXX) -std=c++17 -O2 -Wall -Wextra -o $@ $< src/core/bloom.cpp
 
 # libFuzzer's closing lines worth keeping: runs done, executions, speed, corpus growth, memory.
 fuzz_stats_lines = ^(Done [0-9]+ runs|stat::(number_of_executed_units|average_exec_per_sec|new_units_added|peak_rss_mb):)

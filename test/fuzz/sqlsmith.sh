@@ -12,7 +12,7 @@ SECONDS_LIMIT=${SQLSMITH_SECONDS:-60}
 MAX_QUERIES=${SQLSMITH_MAX_QUERIES:-100000}
 SEED=${SQLSMITH_SEED:-$(date +%s)}
 command -v sqlsmith >/dev/null || { echo "sqlsmith is not installed (Debian package sqlsmith)" >&2; exit 1; }
-. test/cluster.sh
+. bench/cluster.sh
 trap cluster_cleanup_all EXIT
 mkdir -p build/fuzz
 # log_min_messages = log: the postmaster's report of a crashed process (LOG) is kept, the

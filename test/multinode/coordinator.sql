@@ -14,8 +14,10 @@ CREATE SERVER node1 FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '127.0.0.1',
 CREATE SERVER node2 FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '127.0.0.1', port :'node2_port',
   dbname 'postgres', extensions 'bloomfilter', async_capable 'true', use_remote_estimate 'true',
   fetch_size '10000');
-CREATE USER MAPPING FOR postgres SERVER node1 OPTIONS (user 'postgres');
-CREATE USER MAPPING FOR postgres SERVER node2 OPTIONS (user 'postgres');
+-- The nodes' superuser has the name of the coordinator's (the OS user that ran initdb); no password
+-- over loopback (trust).
+CREATE USER MAPPING FOR CURRENT_USER SERVER node1;
+CREATE USER MAPPING FOR CURRENT_USER SERVER node2;
 
 -- Aggregates grouped by the partition key run per partition, and on a foreign partition the whole
 -- aggregate is sent to its node.

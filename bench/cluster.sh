@@ -1,14 +1,18 @@
-# Throwaway PostgreSQL clusters for tests, demo and benchmarks. Source this file, then:
-#   cluster_start NAME [setting=value ...]   initdb + start; exports PGHOST, PGPORT, PGUSER
+# Throwaway PostgreSQL clusters for the demo, the benchmarks, the pg_regress and Python client
+# runs and sqlsmith (the tests that need clusters of their own are TAP tests, t/). Source this
+# file, then:
+#   cluster_start NAME [setting=value ...]   initdb + start; exports PGHOST, PGPORT, PGUSER, PGDATABASE
 #   cluster_stop NAME                        stop and remove
+#   cluster_cleanup_all                      stop and remove every cluster started (an EXIT trap)
 # The server never runs as root: when invoked as root it runs as $BLOOM_TEST_USER (postgres).
+# It listens on 127.0.0.1 at a free port and on a Unix socket in its directory ($PGHOST).
 PG_CONFIG=${PG_CONFIG:-pg_config}
 PG_BIN=$($PG_CONFIG --bindir)
 BLOOM_TEST_USER=${BLOOM_TEST_USER:-postgres}
 # CLUSTER_ROOT: the directory the clusters go in; a new one under $TMPDIR (removed afterwards with
 # all it holds) unless given.
 if [ -z "${CLUSTER_ROOT:-}" ]; then
-  CLUSTER_ROOT=$(mktemp -d -t bloomfilter-test.XXXXXX)
+  CLUSTER_ROOT=$(mktemp -d -t bloomfilter-cluster.XXXXXX)
   CLUSTER_ROOT_MADE=1
 fi
 chmod 755 "$CLUSTER_ROOT"
@@ -19,20 +23,26 @@ as_server_user() {
   if [ "$(id -u)" -eq 0 ]; then (cd "$CLUSTER_ROOT" && runuser -u "$BLOOM_TEST_USER" -- "$@"); else "$@"; fi
 }
 
+# A TCP port in the dynamic range that nothing listens on (ss, from iproute2). Another program
+# may take it before the server does: cluster_start then tries another.
 free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  local port _
+  for _ in $(seq 1 100); do
+    port=$((49152 + RANDOM % 16384))
+    if [ -z "$(ss -Htln "sport = :$port")" ]; then echo "$port"; return 0; fi
+  done
+  echo "no free TCP port found" >&2
+  return 1
 }
 
 cluster_start() {
   local name=$1; shift
-  local dir=$CLUSTER_ROOT/$name port
-  port=$(free_port)
+  local dir=$CLUSTER_ROOT/$name port try
   mkdir -p "$dir"
   [ "$(id -u)" -eq 0 ] && chown "$BLOOM_TEST_USER" "$dir"
   as_server_user "$PG_BIN/initdb" -D "$dir/data" -U postgres -A trust --no-sync >"$dir/initdb.log" 2>&1 \
     || { cat "$dir/initdb.log"; return 1; }
   {
-    echo "port = $port"
     echo "listen_addresses = '127.0.0.1'"
     echo "unix_socket_directories = '$dir'"
     echo "fsync = off"
@@ -40,10 +50,16 @@ cluster_start() {
     echo "shared_buffers = 256MB"
     for setting in "$@"; do echo "$setting"; done
   } | as_server_user tee -a "$dir/data/postgresql.conf" >/dev/null
-  as_server_user "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null \
-    || { cat "$dir/server.log"; return 1; }
-  export PGHOST=$dir PGPORT=$port PGUSER=postgres PGDATABASE=postgres
-  echo "$port" > "$dir/port"
+  for try in 1 2 3; do
+    port=$(free_port) || return 1
+    if as_server_user "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -o "-p $port" -w -t 60 start >/dev/null; then
+      export PGHOST=$dir PGPORT=$port PGUSER=postgres PGDATABASE=postgres
+      return 0
+    fi
+    grep -q 'could not bind' "$dir/server.log" || break
+  done
+  cat "$dir/server.log"
+  return 1
 }
 
 cluster_stop() {
