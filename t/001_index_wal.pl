@@ -10,13 +10,7 @@ use BloomfilterTAP;
 my $primary = PostgreSQL::Test::Cluster->new('primary');
 $primary->init(allows_streaming => 1);
 $primary->start;
-$primary->safe_psql('postgres', q{
-	CREATE EXTENSION bloomfilter;
-	CREATE TABLE users (id bigserial PRIMARY KEY, email text NOT NULL UNIQUE);
-	INSERT INTO users (email) SELECT 'user' || i || '@mail.com' FROM generate_series(1, 10000) i;
-	CREATE INDEX users_email_bloom ON users USING bloomfilter (email) WITH (capacity = 100000);
-	CREATE INDEX users_email_ci_bloom ON users USING bloomfilter (lower(email)) WITH (capacity = 100000);
-});
+create_users($primary, 10000);
 $primary->backup('backup');
 my $standby = PostgreSQL::Test::Cluster->new('standby');
 $standby->init_from_backup($primary, 'backup', has_streaming => 1);
@@ -24,8 +18,7 @@ $standby->start;
 
 # The filter's bytes and its false negatives over the table, on a node.
 my $filter = q{SELECT md5(bloom_index_filter('users_email_bloom')::bytea) || ' ' || md5(bloom_index_filter('users_email_ci_bloom')::bytea)};
-my $missing = q{SELECT count(*) FROM users WHERE NOT bloom_index_contains('users_email_bloom', email)
-	OR NOT bloom_index_contains('users_email_ci_bloom', upper(email))};
+my $missing = $MISSING_USERS;
 
 # Rows added after the standby's base backup reach it as generic WAL records.
 $primary->safe_psql('postgres',

@@ -10,18 +10,11 @@ use Test::More;
 use BloomfilterTAP;
 
 my $node = new_node('load', [ 'max_connections = 40', 'fsync = on' ]);
-$node->safe_psql('postgres', q{
-	CREATE EXTENSION bloomfilter;
-	CREATE TABLE users (id bigserial PRIMARY KEY, email text NOT NULL UNIQUE);
-	INSERT INTO users (email) SELECT 'user' || i || '@mail.com' FROM generate_series(1, 20000) i;
-	CREATE INDEX users_email_bloom ON users USING bloomfilter (email) WITH (capacity = 100000);
-	CREATE INDEX users_email_ci_bloom ON users USING bloomfilter (lower(email)) WITH (capacity = 100000);
-});
+create_users($node, 20000);
 my $script = $node->basedir . '/signup.sql';
 append_to_file($script,
 	"INSERT INTO users (email) VALUES ('c' || :client_id || '-' || md5(random()::text || clock_timestamp()::text) || '\@Mail.com');\n");
-my $missing = q{SELECT count(*) FROM users WHERE NOT bloom_index_contains('users_email_bloom', email)
-	OR NOT bloom_index_contains('users_email_ci_bloom', upper(email))};
+my $missing = $MISSING_USERS;
 
 # pgbench in the background: 8 clients inserting for SECONDS.
 sub start_inserts {

@@ -9,7 +9,8 @@ use PostgreSQL::Test::Cluster;
 use Test::More;
 use Time::HiRes qw(usleep time);
 
-our @EXPORT = qw(new_node sql_error node_run start_pgbench finish_pgbench stop_pgbench kill9_and_restart);
+our @EXPORT = qw(new_node create_users sql_error node_run start_pgbench finish_pgbench stop_pgbench
+  kill9_and_restart $MISSING_USERS);
 
 # new_node(NAME, [SETTING, ...], %init_options): a started node; SETTINGs are postgresql.conf
 # lines, %init_options go to init (allows_streaming => 1, say). Room for pgbench's clients and the
@@ -24,6 +25,23 @@ sub new_node {
 	$node->start;
 	return $node;
 }
+
+# create_users(NODE, ROWS): the extension and a users table of ROWS emails with two bloomfilter
+# indexes, users_email_bloom on email and users_email_ci_bloom on lower(email).
+sub create_users {
+	my ($node, $rows) = @_;
+	$node->safe_psql('postgres', qq{
+		CREATE EXTENSION bloomfilter;
+		CREATE TABLE users (id bigserial PRIMARY KEY, email text NOT NULL UNIQUE);
+		INSERT INTO users (email) SELECT 'user' || i || '\@mail.com' FROM generate_series(1, $rows) i;
+		CREATE INDEX users_email_bloom ON users USING bloomfilter (email) WITH (capacity = 100000);
+		CREATE INDEX users_email_ci_bloom ON users USING bloomfilter (lower(email)) WITH (capacity = 100000);
+	});
+}
+
+# The rows of users that either index misses (the second through its expression).
+our $MISSING_USERS = q{SELECT count(*) FROM users WHERE NOT bloom_index_contains('users_email_bloom', email)
+	OR NOT bloom_index_contains('users_email_ci_bloom', upper(email))};
 
 # sql_error(NODE, DATABASE, SQL): runs SQL in one psql session and returns the SQLSTATE of its
 # first error ('none' without one) and the seconds the session took.
