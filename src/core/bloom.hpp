@@ -232,6 +232,18 @@ inline bool scalar_block_contains(const uint8_t *block, KeyHash h, uint32_t vers
     return (all_set & 1) != 0;
 }
 
+// The check of a version 2 block that stops at the first bit not set. For a block that has to
+// come from memory rather than a cache, such as an index page read once per query, an absent
+// key's check then waits for one or two of the block's cache lines instead of all k.
+inline bool block_contains_stopping(const uint8_t *block, KeyHash h, uint32_t hashes, uint32_t block_log2) {
+    const uint32_t shift = 64 - block_log2;
+    for (uint32_t i = 0; i < hashes; i++) {
+        const uint32_t bit = uint32_t((h.low * position_multiplier(i)) >> shift);
+        if (((block[bit >> 3] >> (bit & 7)) & 1) == 0) return false;
+    }
+    return true;
+}
+
 // Ways of checking a version 2 block of up to 8 hashes, each a function of the block, the key's
 // hash, the number of hashes and the block size. All give scalar_block_contains()'s answer
 // (unit-tested on each the machine has):

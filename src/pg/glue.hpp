@@ -102,9 +102,13 @@ void union_into(struct varlena *target, struct varlena *a, const Header &a_heade
 
 // Membership of one key in a filter argument, reading only the key's block when the
 // filter is stored out of line uncompressed, and the whole filter once per statement when the
-// same stored filter is checked again (see filter_cache.cpp).
+// same stored filter is checked again (see stored_lookup.cpp).
 bool filter_contains(FunctionCallInfo fcinfo, Datum filter, KeyBytes key);
 // The whole filter, fetched once per statement and kept in fn_extra for stored values.
 struct varlena *read_filter_cached(FunctionCallInfo fcinfo, Datum filter, Header *header);
+
+// Registers the bloomfilter index's reloptions, capacity and error_rate (index_am.cpp); called
+// once, from _PG_init.
+void register_index_options();
 
 }  // namespace bloomfilter

@@ -2,11 +2,13 @@
 // current on every insert, in every code path (COPY, partitions, ATTACH PARTITION, rules,
 // triggers), dropped with its table and logged in WAL (generic records) so that crash recovery
 // and standbys have it. It answers no scan: it is read by bloom_index_contains and the other
-// functions in index_functions.cpp. Layout in index_pages.hpp.
+// functions in index_contains.cpp and index_read.cpp. Layout in index_pages.hpp.
 #include "index_pages.hpp"
 
 extern "C" {
 #include "access/amapi.h"
+#include "access/rmgr.h"
+#include "access/xloginsert.h"
 #include "access/reloptions.h"
 #include "access/tableam.h"
 #include "catalog/index.h"
@@ -23,7 +25,6 @@ using namespace bloomfilter;
 
 extern "C" {
 PG_FUNCTION_INFO_V1(bloom_index_handler);
-void _PG_init(void);
 }
 
 namespace {
@@ -190,8 +191,8 @@ int compare_places(const void *a, const void *b) {
     return pa < pb ? -1 : pa > pb;
 }
 
-// The key's bits by page, for a filter whose blocks span pages. Returns how many (k).
-uint32_t spanning_places(const IndexLayout &layout, KeyHash h, BitPlace *places) {
+// The key's bits by page (one page, unless the filter's blocks span pages). Returns how many (k).
+uint32_t key_places(const IndexLayout &layout, KeyHash h, BitPlace *places) {
     const uint64_t start = layout.block_start(h);
     uint32_t n = 0;
     for_each_position(h, kFormatVersion2, layout.parameters.hashes, layout.parameters.block_log2,
@@ -221,31 +222,48 @@ bool places_set(Page page, const BitPlace *places, uint32_t n) {
     return true;
 }
 
+// Sets bits of a data page whose buffer is exclusively locked, and logs them in a generic WAL
+// record (RM_GENERIC_ID) whose delta holds the changed bytes alone. It is the record
+// GenericXLogFinish writes and generic_redo replays (fragments of a 2-byte page offset, a 2-byte
+// length and the bytes), without copying the page twice and comparing all 8 kB of it to find
+// the few bytes a key changes.
+void set_bits_logged(Relation index, Buffer buffer, const BitPlace *places, uint32_t n) {
+    Page page = BufferGetPage(buffer);
+    uint8_t *bits = page_bits(page);
+    constexpr Size kFragmentBytes = 2 * sizeof(OffsetNumber) + 1;
+    char *delta = static_cast<char *>(palloc(n * kFragmentBytes));
+    START_CRIT_SECTION();
+    for (uint32_t i = 0; i < n; i++) bits[places[i].byte] |= places[i].mask;
+    Size length = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        bool logged = false;
+        for (uint32_t j = 0; j < i; j++) logged |= places[j].byte == places[i].byte;
+        if (logged) continue;
+        const OffsetNumber offset = OffsetNumber(bits + places[i].byte - reinterpret_cast<uint8_t *>(page));
+        const OffsetNumber one = 1;
+        memcpy(delta + length, &offset, sizeof offset);
+        memcpy(delta + length + sizeof offset, &one, sizeof one);
+        delta[length + 2 * sizeof(OffsetNumber)] = char(bits[places[i].byte]);
+        length += kFragmentBytes;
+    }
+    MarkBufferDirty(buffer);
+    if (RelationNeedsWAL(index)) {
+        XLogBeginInsert();
+        XLogRegisterBuffer(0, buffer, REGBUF_STANDARD);
+        XLogRegisterBufData(0, delta, uint32(length));
+        const XLogRecPtr lsn = XLogInsert(RM_GENERIC_ID, 0);  // PageSetLSN uses its argument twice
+        PageSetLSN(page, lsn);
+    }
+    END_CRIT_SECTION();
+    pfree(delta);
+}
+
 // Sets the key's bits. A page whose bits are all set already is only read: a key added again
 // (and every row of a REINDEX CONCURRENTLY's validation pass) writes no WAL.
 void add_key(Relation index, KeyHash h) {
     const IndexLayout &layout = index_layout(index);
-    const Parameters &p = layout.parameters;
-    if (layout.blocks_in_one_page()) {
-        const uint64_t start = layout.block_start(h);
-        const uint32_t offset = layout.offset_in_page(start);
-        Buffer buffer = ReadBuffer(index, layout.page_of(start));
-        LockBuffer(buffer, BUFFER_LOCK_SHARE);
-        const bool present = block_contains(page_bits(checked_page(index, buffer)) + offset, h,
-                                            kFormatVersion2, p.hashes, p.block_log2);
-        if (!present) {
-            LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
-            LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
-            GenericXLogState *xlog = GenericXLogStart(index);
-            Page page = GenericXLogRegisterBuffer(xlog, buffer, 0);
-            block_add(page_bits(page) + offset, h, kFormatVersion2, p.hashes, p.block_log2);
-            GenericXLogFinish(xlog);
-        }
-        UnlockReleaseBuffer(buffer);
-        return;
-    }
-    BitPlace *places = static_cast<BitPlace *>(palloc(sizeof(BitPlace) * p.hashes));
-    const uint32_t n = spanning_places(layout, h, places);
+    BitPlace *places = static_cast<BitPlace *>(palloc(sizeof(BitPlace) * layout.parameters.hashes));
+    const uint32_t n = key_places(layout, h, places);
     for (uint32_t first = 0; first < n;) {
         uint32_t end = first;
         while (end < n && places[end].page == places[first].page) end++;
@@ -254,10 +272,7 @@ void add_key(Relation index, KeyHash h) {
         if (!places_set(checked_page(index, buffer), places + first, end - first)) {
             LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
             LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
-            GenericXLogState *xlog = GenericXLogStart(index);
-            uint8_t *bits = page_bits(GenericXLogRegisterBuffer(xlog, buffer, 0));
-            for (uint32_t i = first; i < end; i++) bits[places[i].byte] |= places[i].mask;
-            GenericXLogFinish(xlog);
+            set_bits_logged(index, buffer, places + first, end - first);
         }
         UnlockReleaseBuffer(buffer);
         first = end;
@@ -407,20 +422,22 @@ KeyHash index_key_hash(Relation index, Datum value) {
     return KeyHash{uint64_t(DatumGetInt64(FunctionCall1Coll(hash, index->rd_indcollation[0], value))), 0};
 }
 
-// A data page for a check, pinned and share-locked. The buffer the page was found in last time
-// is tried first: when it still holds the page, the buffer mapping table is not searched, and the
-// page was checked when this backend first read it (a page read again from disk is verified by
-// the buffer manager).
+// A data page for a check, pinned but not locked. Bits only ever go from 0 to 1, under an
+// exclusive lock, and a writer's page image is the page as it was plus its key's bits, so a
+// reader sees each byte either as it was or with more bits set: a key whose insert finished
+// before the check began is found, as the visibility map is read under a pin alone. The buffer
+// the page was found in last time is tried first: when it still holds the page, the buffer
+// mapping table is not searched, and the page was checked when this backend first read it (a
+// page read again from disk is verified by the buffer manager).
 namespace {
-Buffer read_data_page(Relation index, const IndexLayout &layout, BlockNumber block) {
+Buffer pin_data_page(Relation index, const IndexLayout &layout, BlockNumber block) {
     Buffer &recent = layout.recent_buffers[block - 1];
-    if (recent != InvalidBuffer && ReadRecentBuffer(relation_file(index), MAIN_FORKNUM, block, recent)) {
-        LockBuffer(recent, BUFFER_LOCK_SHARE);
+    if (recent != InvalidBuffer && ReadRecentBuffer(relation_file(index), MAIN_FORKNUM, block, recent))
         return recent;
-    }
     Buffer buffer = ReadBuffer(index, block);
     LockBuffer(buffer, BUFFER_LOCK_SHARE);
     checked_page(index, buffer);
+    LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
     recent = buffer;
     return buffer;
 }
@@ -431,21 +448,21 @@ bool index_contains(Relation index, KeyHash h) {
     const Parameters &p = layout.parameters;
     if (layout.blocks_in_one_page()) {
         const uint64_t start = layout.block_start(h);
-        Buffer buffer = read_data_page(index, layout, layout.page_of(start));
-        const bool present = block_contains(page_bits(BufferGetPage(buffer)) + layout.offset_in_page(start),
-                                            h, kFormatVersion2, p.hashes, p.block_log2);
-        UnlockReleaseBuffer(buffer);
+        Buffer buffer = pin_data_page(index, layout, layout.page_of(start));
+        const bool present = block_contains_stopping(page_bits(BufferGetPage(buffer)) + layout.offset_in_page(start),
+                                                     h, p.hashes, p.block_log2);
+        ReleaseBuffer(buffer);
         return present;
     }
     BitPlace *places = static_cast<BitPlace *>(palloc(sizeof(BitPlace) * p.hashes));
-    const uint32_t n = spanning_places(layout, h, places);
+    const uint32_t n = key_places(layout, h, places);
     bool present = true;
     for (uint32_t first = 0; first < n && present;) {
         uint32_t end = first;
         while (end < n && places[end].page == places[first].page) end++;
-        Buffer buffer = read_data_page(index, layout, places[first].page);
+        Buffer buffer = pin_data_page(index, layout, places[first].page);
         present = places_set(BufferGetPage(buffer), places + first, end - first);
-        UnlockReleaseBuffer(buffer);
+        ReleaseBuffer(buffer);
         first = end;
     }
     pfree(places);
@@ -489,8 +506,7 @@ void changed_pages(Relation index, XLogRecPtr since, ChangedPageUse use, void *a
 
 // Runs once per backend, when the library is loaded: besides the index's options, it times the
 // ways of checking a block this CPU has (about 1 ms) and keeps the fastest (bloom_check_path()).
-extern "C" void _PG_init(void) {
-    bloomfilter::choose_check_path();
+void bloomfilter::register_index_options() {
     index_relopt_kind = add_reloption_kind();
     add_int_reloption(index_relopt_kind, "capacity",
                       "Number of distinct keys the filter is sized for", int(kDefaultCapacity), 1,

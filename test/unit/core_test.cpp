@@ -431,6 +431,33 @@ TEST_P(CheckPathTest, SameAnswersAsTheScalarLoopOnRandomBlocks) {
         }
 }
 
+// The check that stops at the first bit not set (index pages) answers as the scalar loop, for
+// every number of hashes up to 16, block sizes, and blocks from sparse to full.
+TEST(BlockContainsStopping, SameAnswersAsTheScalarLoop) {
+    std::mt19937_64 random(5);
+    for (uint32_t block_log2 : {12u, 14u, 17u}) {
+        std::vector<uint8_t> block(size_t(1) << (block_log2 - 3));
+        for (double fill : {0.0, 0.3, 0.6, 0.95, 1.0}) {
+            std::bernoulli_distribution bit_set(fill);
+            for (uint8_t &byte : block) {
+                byte = 0;
+                for (int b = 0; b < 8; b++) byte |= uint8_t(bit_set(random) << b);
+            }
+            uint64_t answers[2] = {0, 0};
+            for (uint32_t hashes = 1; hashes <= 16; hashes++)
+                for (int i = 0; i < 2000; i++) {
+                    KeyHash h{random(), 0};
+                    const bool expected = scalar_block_contains(block.data(), h, kFormatVersion2, hashes, block_log2);
+                    ASSERT_EQ(block_contains_stopping(block.data(), h, hashes, block_log2), expected)
+                        << "block_log2 " << block_log2 << " fill " << fill << " hashes " << hashes;
+                    answers[expected]++;
+                }
+            if (fill > 0.5) EXPECT_GT(answers[1], 0u) << fill;
+            if (fill < 1.0) EXPECT_GT(answers[0], 0u) << fill;
+        }
+    }
+}
+
 // Real filters of every number of hashes a path handles (error rates 0.5 down to 0.004), filled
 // to capacity and beyond with random keys, probed with keys present and absent: the path's
 // answer through FilterRef is the scalar loop's, and no stored key is missed.
