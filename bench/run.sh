@@ -344,23 +344,22 @@ section "d) C++ core vs libbloom and the article's algorithm (Google Benchmark, 
 
 build/core_bench --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true \
   --benchmark_report_aggregates_only=true \
-  --benchmark_out="$BUILD_DIR/core_bench.json" --benchmark_out_format=json >"$BUILD_DIR/core_bench.log" 2>&1 \
+  --benchmark_out="$BUILD_DIR/core_bench.csv" --benchmark_out_format=csv >"$BUILD_DIR/core_bench.log" 2>&1 \
   || { cat "$BUILD_DIR/core_bench.log" >&2; fail "core_bench failed"; }
 grep -v -e '_stddev' -e '_cv ' -e '_mean ' "$BUILD_DIR/core_bench.log"
 declare -A ns
+# median_ns CSV: "name nanoseconds" for each benchmark's median CPU time (Google Benchmark's CSV:
+# name,iterations,real_time,cpu_time,time_unit,...; the median's name ends in _median).
 median_ns() {
-  python3 -c '
-import json, sys
-for b in json.load(open(sys.argv[1]))["benchmarks"]:
-    if b.get("aggregate_name") == "median":
-        scale = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[b["time_unit"]]
-        print(b["run_name"], b["cpu_time"] * scale)
-' "$1"
+  awk -F, '$1 ~ /_median"$/ {
+    name = $1; gsub(/"/, "", name); sub(/_median$/, "", name)
+    scale = $5 == "us" ? 1e3 : $5 == "ms" ? 1e6 : $5 == "s" ? 1e9 : 1
+    print name, $4 * scale }' "$1"
 }
-while read -r name value; do ns[$name]=$value; done < <(median_ns "$BUILD_DIR/core_bench.json")
+while read -r name value; do ns[$name]=$value; done < <(median_ns "$BUILD_DIR/core_bench.csv")
 for name in BM_core_add BM_core_contains BM_core_hash BM_core_contains_cached BM_core_contains_scalar \
   BM_core_contains_v1 BM_libbloom_add BM_libbloom_contains BM_article_add BM_article_contains; do
-  [ -n "${ns[$name]:-}" ] || fail "no result for $name in $BUILD_DIR/core_bench.json"
+  [ -n "${ns[$name]:-}" ] || fail "no result for $name in $BUILD_DIR/core_bench.csv"
 done
 # Each filter's line from core_bench: "filter NAME: BYTES bytes, B bits per key, k = K,
 # false-positive rate R%; ...".
