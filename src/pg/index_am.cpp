@@ -443,6 +443,25 @@ Buffer pin_data_page(Relation index, const IndexLayout &layout, BlockNumber bloc
 }
 }  // namespace
 
+const uint8_t *index_locate_block(Relation index, KeyHash h, Buffer *buffer) {
+    const IndexLayout &layout = index_layout(index);
+    if (!layout.blocks_in_one_page()) return nullptr;
+    const Parameters &p = layout.parameters;
+    const uint64_t start = layout.block_start(h);
+    *buffer = pin_data_page(index, layout, layout.page_of(start));
+    const uint8_t *block = page_bits(BufferGetPage(*buffer)) + layout.offset_in_page(start);
+    // The cache lines of the first two positions, which decide most absent keys.
+    const uint32_t shift = 64 - p.block_log2;
+    for (uint32_t i = 0; i < Min(p.hashes, 2u); i++)
+        __builtin_prefetch(block + (((h.low * position_multiplier(i)) >> shift) >> 3));
+    return block;
+}
+
+bool index_block_contains(Relation index, const uint8_t *block, KeyHash h) {
+    const Parameters &p = index_layout(index).parameters;
+    return block_contains_stopping(block, h, p.hashes, p.block_log2);
+}
+
 bool index_contains(Relation index, KeyHash h) {
     const IndexLayout &layout = index_layout(index);
     const Parameters &p = layout.parameters;

@@ -110,6 +110,51 @@ int route_value(const IndexCheck *check, Relation table, Datum column_value, Oid
     return 1;
 }
 
+// Leaf indexes checked a few at a time: each is opened and its page pinned and prefetched
+// before any of them is read, so that their cache misses overlap instead of coming one by one.
+class LeafBatch {
+public:
+    // Opens a leaf and locates the key's block; a leaf whose blocks span pages is checked at
+    // once. Returns false when that check found the key.
+    bool add(Oid index_oid, KeyHash h) {
+        Relation leaf = index_open(index_oid, AccessShareLock);
+        check_valid(leaf);
+        Buffer buffer;
+        const uint8_t *block = index_locate_block(leaf, h, &buffer);
+        if (block == nullptr) {
+            found_ = found_ || index_contains(leaf, h);
+            index_close(leaf, NoLock);
+            return !found_;
+        }
+        leaves_[count_] = {leaf, buffer, block};
+        count_++;
+        return true;
+    }
+    bool full() const { return count_ == kSize; }
+    // Checks the leaves added since the last check, and releases them; true when one, or an
+    // earlier one, may hold the key.
+    bool check(KeyHash h) {
+        for (int i = 0; i < count_; i++) {
+            found_ = found_ || index_block_contains(leaves_[i].index, leaves_[i].block, h);
+            ReleaseBuffer(leaves_[i].buffer);
+            index_close(leaves_[i].index, NoLock);
+        }
+        count_ = 0;
+        return found_;
+    }
+
+private:
+    static constexpr int kSize = 8;
+    struct Leaf {
+        Relation index;
+        Buffer buffer;
+        const uint8_t *block;
+    };
+    Leaf leaves_[kSize];
+    int count_ = 0;
+    bool found_ = false;
+};
+
 // Whether a partition's index, under the partitioned index `index` of `table`, may hold the key:
 // only the partition the value routes to is visited when the partition key is the indexed
 // column, every partition otherwise.
@@ -123,22 +168,22 @@ bool partitions_contain(const IndexCheck *check, Oid table, Oid index, Datum col
     }
     for (;;) {
         bool visited = false;
+        LeafBatch batch;
         ListCell *cell;
         foreach (cell, check->parts) {
             const PartIndex *part = static_cast<const PartIndex *>(lfirst(cell));
             if (part->parent_index != index || (OidIsValid(routed) && part->table != routed)) continue;
             visited = true;
-            bool present;
+            bool present = false;
             if (part->leaf) {
-                Relation leaf = index_open(part->index, AccessShareLock);
-                check_valid(leaf);
-                present = index_contains(leaf, h);
-                index_close(leaf, NoLock);
+                present = !batch.add(part->index, h) || (batch.full() && batch.check(h));
             } else {
-                present = partitions_contain(check, part->table, part->index, column_value, h);
+                present = batch.check(h) || partitions_contain(check, part->table, part->index, column_value, h);
             }
-            if (present || OidIsValid(routed)) return present;
+            // check() also releases the leaves still in the batch.
+            if (present || OidIsValid(routed)) return batch.check(h) || present;
         }
+        if (batch.check(h)) return true;
         // The partition the value routes to has no index under this one (it is being attached
         // or detached): every partition is visited instead.
         if (!OidIsValid(routed) || visited) return false;
