@@ -364,7 +364,7 @@ INSERT INTO public."odd ""table" VALUES ('after@mail.com', 'after@mail.com', 'af
 SELECT c.relname AS index,
        (SELECT count(*) FROM public."odd ""table" o WHERE NOT bloom_index_contains(c.oid::regclass, o."e mail")) AS false_negatives
 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-WHERE i.indrelid = 'public."odd ""table"'::regclass ORDER BY c.relname COLLATE "C";
+WHERE i.indrelid = 'public."odd ""table"'::regclass::oid ORDER BY c.relname COLLATE "C";
 SET SESSION AUTHORIZATION regress_bloom_tenant;
 INSERT INTO tenant.accounts VALUES ('b@mail.com', NULL, 'x');
 SELECT public.bloom_index_contains('tenant.tenant_v', 'w') AS tenant_w, public.bloom_index_contains('tenant.tenant_v', 'x') AS tenant_x;
