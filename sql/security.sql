@@ -344,6 +344,10 @@ SELECT name, relation FROM bloom_filters ORDER BY name COLLATE "C";
 SET SESSION AUTHORIZATION regress_bloom_dbowner;
 ALTER EXTENSION bloomfilter UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'bloomfilter';
+-- 2.0 has no SECURITY DEFINER function either.
+SELECT count(*) AS security_definer_functions FROM pg_proc p
+WHERE p.prosecdef AND p.oid IN (SELECT objid FROM pg_depend WHERE classid = 'pg_proc'::regclass::oid AND deptype = 'e'
+                                  AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'bloomfilter'));
 RESET SESSION AUTHORIZATION;
 SELECT to_regclass('public.pwned') AS pwned;
 -- Every maintained-filter object is gone; the indexes, owned with their tables.
