@@ -3,6 +3,8 @@
 
 
 extern "C" {
+#include "catalog/pg_partitioned_table.h"
+#include "utils/syscache.h"
 #include "access/genam.h"
 #include "access/table.h"
 #include "access/xlog.h"
@@ -88,11 +90,26 @@ Bitmapset *index_columns(Relation index) {
     return columns;
 }
 
+// Whether a partitioned table's partition key is the column named `column` alone (by name: a
+// partition's columns may lie in another order).
+bool keyed_by(Oid table, const char *column) {
+    if (column == nullptr) return false;
+    HeapTuple tuple = SearchSysCache1(PARTRELID, ObjectIdGetDatum(table));
+    if (!HeapTupleIsValid(tuple)) return false;
+    const auto *form = reinterpret_cast<Form_pg_partitioned_table>(GETSTRUCT(tuple));
+    const AttrNumber attnum = form->partnatts == 1 ? form->partattrs.values[0] : 0;
+    ReleaseSysCache(tuple);
+    return attnum != 0 && strcmp(get_attname(table, attnum, false), column) == 0;
+}
+
 void prepare_index_check(IndexCheck *check, Relation index) {
     check->heap_oid = index->rd_index->indrelid;
     check->columns = index_columns(index);
     check->partitioned = index->rd_rel->relkind == RELKIND_PARTITIONED_INDEX;
     if (check->partitioned) {
+        const AttrNumber indexed = index->rd_index->indkey.values[0];
+        const char *column = indexed != 0 ? get_attname(check->heap_oid, indexed, false) : nullptr;
+        check->routable = keyed_by(check->heap_oid, column);
         List *pending = list_make1_oid(check->index_oid);
         while (pending != NIL) {
             const Oid parent = linitial_oid(pending);
@@ -107,12 +124,11 @@ void prepare_index_check(IndexCheck *check, Relation index) {
                 part->table = table;
                 part->parent_index = parent;
                 part->leaf = get_rel_relkind(part->index) != RELKIND_PARTITIONED_INDEX;
+                part->routable = !part->leaf && keyed_by(table, column);
                 check->parts = lappend(check->parts, part);
                 if (!part->leaf) pending = lappend_oid(pending, part->index);
             }
         }
-        if (index->rd_index->indkey.values[0] != 0)
-            check->column_name = get_attname(check->heap_oid, index->rd_index->indkey.values[0], false);
     }
     check->expression = index->rd_index->indkey.values[0] == 0;
     if (!check->expression) {

@@ -18,9 +18,9 @@ struct IndexCheck {
     Bitmapset *columns;     // the table's columns the index reads, for the privilege check
     bool partitioned;
     List *parts;  // a partitioned index's descendants: PartIndex entries, parents before children
-    // The indexed column's name, when the index is on a plain column: where a partition key is
-    // that column, a check visits only the partition the value routes to.
-    char *column_name;
+    // Whether the table is partitioned by the indexed column alone (an index on a plain column):
+    // a check then visits only the partition the value routes to.
+    bool routable;
     // An expression index: the value stands for column `column` of the table, and the index's
     // expression of it is the key.
     bool expression;
@@ -38,6 +38,7 @@ struct PartIndex {
     Oid table;
     Oid parent_index;
     bool leaf;
+    bool routable;  // a partitioned table, partitioned by the indexed column alone
 };
 
 // Opens a bloomfilter index (AccessShareLock) that answers: 42809 if it is not a bloomfilter

@@ -68,14 +68,11 @@ bool value_as_column(Datum value, Oid value_type, Oid column_type, Datum *out) {
     return true;
 }
 
-// The partition of `table` (partitioned) that rows with this value of the indexed column go to:
-// 1 and the partition in *partition, 0 when no partition takes the value, -1 when the partition
-// key is not the indexed column alone (any partition may hold the value).
-int route_value(const IndexCheck *check, Relation table, Datum column_value, Oid *partition) {
+// The partition of `table`, partitioned by the indexed column alone, that rows with this value
+// go to: 1 and the partition in *partition, 0 when no partition takes the value, -1 when its
+// strategy is unknown (any partition may hold the value).
+int route_value(Relation table, Datum column_value, Oid *partition) {
     PartitionKey key = RelationGetPartitionKey(table);
-    if (check->column_name == nullptr || key->partnatts != 1 || key->partattrs[0] == 0) return -1;
-    const char *key_column = get_attname(RelationGetRelid(table), key->partattrs[0], false);
-    if (strcmp(key_column, check->column_name) != 0) return -1;
     PartitionDesc desc = RelationGetPartitionDesc(table, false);
     PartitionBoundInfo bounds = desc->boundinfo;
     if (desc->nparts == 0 || bounds == nullptr) return 0;
@@ -158,11 +155,12 @@ private:
 // Whether a partition's index, under the partitioned index `index` of `table`, may hold the key:
 // only the partition the value routes to is visited when the partition key is the indexed
 // column, every partition otherwise.
-bool partitions_contain(const IndexCheck *check, Oid table, Oid index, Datum column_value, KeyHash h) {
+bool partitions_contain(const IndexCheck *check, Oid table, bool routable, Oid index, Datum column_value,
+                        KeyHash h) {
     Oid routed = InvalidOid;
-    if (check->column_name != nullptr) {
+    if (routable) {
         Relation parent = table_open(table, AccessShareLock);
-        const int routes = route_value(check, parent, column_value, &routed);
+        const int routes = route_value(parent, column_value, &routed);
         table_close(parent, NoLock);
         if (routes == 0) return false;
     }
@@ -178,7 +176,8 @@ bool partitions_contain(const IndexCheck *check, Oid table, Oid index, Datum col
             if (part->leaf) {
                 present = !batch.add(part->index, h) || (batch.full() && batch.check(h));
             } else {
-                present = batch.check(h) || partitions_contain(check, part->table, part->index, column_value, h);
+                present = batch.check(h) || partitions_contain(check, part->table, part->routable, part->index,
+                                                               column_value, h);
             }
             // check() also releases the leaves still in the batch.
             if (present || OidIsValid(routed)) return batch.check(h) || present;
@@ -265,7 +264,7 @@ extern "C" Datum bloom_index_contains(PG_FUNCTION_ARGS) {
         Datum column_value = value;
         // No row of the column's type can hold an integer out of its range.
         present = (check->expression || value_as_column(value, value_type, check->column_type, &column_value)) &&
-                  partitions_contain(check, check->heap_oid, check->index_oid, column_value, h);
+                  partitions_contain(check, check->heap_oid, check->routable, check->index_oid, column_value, h);
     }
     index_close(index, NoLock);
     PG_RETURN_BOOL(present);
