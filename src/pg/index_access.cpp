@@ -1,29 +1,20 @@
 // What a check of a bloomfilter index needs of it, and who may read it (see index_access.hpp).
 #include "index_access.hpp"
 
-
 extern "C" {
-#include "catalog/pg_partitioned_table.h"
-#include "utils/syscache.h"
 #include "access/genam.h"
 #include "access/table.h"
-#include "access/xlog.h"
-#include "access/xlogrecovery.h"
 #include "catalog/index.h"
 #include "catalog/pg_inherits.h"
+#include "catalog/pg_partitioned_table.h"
 #include "executor/executor.h"
-#include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
-#include "partitioning/partbounds.h"
-#include "partitioning/partdesc.h"
 #include "utils/acl.h"
-#include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
-#include "utils/partcache.h"
 #include "utils/memutils.h"
-#include "utils/pg_lsn.h"
 #include "utils/rls.h"
+#include "utils/syscache.h"
 }
 
 

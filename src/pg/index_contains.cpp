@@ -2,29 +2,17 @@
 // expression and over a partitioned index's partitions.
 #include "index_access.hpp"
 
-
 extern "C" {
 #include "access/genam.h"
 #include "access/table.h"
-#include "access/xlog.h"
-#include "access/xlogrecovery.h"
 #include "catalog/index.h"
-#include "catalog/pg_inherits.h"
 #include "executor/executor.h"
-#include "nodes/nodeFuncs.h"
-#include "optimizer/optimizer.h"
 #include "partitioning/partbounds.h"
 #include "partitioning/partdesc.h"
-#include "utils/acl.h"
 #include "utils/guc.h"
-#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/partcache.h"
-#include "utils/memutils.h"
-#include "utils/pg_lsn.h"
-#include "utils/rls.h"
 }
-
 
 using namespace bloomfilter;
 
