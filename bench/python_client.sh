@@ -5,10 +5,11 @@
 # interval = 0.1 s; the cost of a refresh when nothing changed. Prints the figures and the
 # target rows "what|measured|target|result"; with PYTHON_CLIENT_SUMMARY_FILE set, appends the
 # rows there too (for bench/run.sh).
-# A round of lookups counts only if other work did not slow it (see bench/python_client.py).
+# A round of lookups counts only if other work did not change it (see bench/python_client.py);
+# one more lookup runs with every CPU kept busy, for comparison.
 # Needs the extension installed, python3-xxhash and python3-psycopg. Knobs: BENCH_LOOKUP_SECONDS
 # (8, a pgbench run), BENCH_LOOKUP_ROUNDS (5 rounds that count), BENCH_ROUND_SPREAD (1.3, how
-# much slower than its best round a figure may be in a round that counts),
+# much slower than its best round the check may be in a round that counts),
 # BENCH_FOLLOWER_INSERTS (10000).
 set -euo pipefail
 cd "$(dirname "$0")/.."
