@@ -163,4 +163,19 @@ SELECT bloom_index_contains('index_users_two', 'x');
 \set VERBOSITY default
 SELECT bloom_index_contains('index_users_pkey', 'x');
 
-DROP TABLE index_users, index_keys, index_accounts, index_unlogged, index_broken;
+-- A BEFORE UPDATE trigger that changes the key when the UPDATE names another column: the new
+-- key is added (the executor's guess that the index is unchanged comes from the columns named).
+CREATE TABLE index_triggered (id int PRIMARY KEY, email text, pending_email text);
+CREATE INDEX index_triggered_email ON index_triggered USING bloomfilter (email) WITH (capacity = 100);
+CREATE FUNCTION pg_temp.confirm_email() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  NEW.email := NEW.pending_email;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER index_triggered_confirm BEFORE UPDATE ON index_triggered
+  FOR EACH ROW EXECUTE FUNCTION pg_temp.confirm_email();
+INSERT INTO index_triggered VALUES (1, 'old@mail.com', NULL);
+UPDATE index_triggered SET pending_email = 'confirmed@mail.com';
+SELECT email, bloom_index_contains('index_triggered_email', email) AS found FROM index_triggered;
+
+DROP TABLE index_users, index_keys, index_accounts, index_unlogged, index_broken, index_triggered;

@@ -280,11 +280,12 @@ void add_key(Relation index, KeyHash h) {
     pfree(places);
 }
 
-// The key's bits are set before the row can commit: no committed row is ever missing.
+// The key's bits are set before the row can commit: no committed row is ever missing. The
+// executor's index_unchanged is only a hint, from the columns an UPDATE names: a BEFORE trigger
+// may have changed the key, so it is not trusted (an unchanged key's page is only read).
 bool bloom_am_insert(Relation index, Datum *values, bool *isnull, ItemPointer, Relation,
-                  IndexUniqueCheck, bool index_unchanged, IndexInfo *) {
-    // An UPDATE that left the key as it was: its bits are set already.
-    if (isnull[0] || index_unchanged) return false;
+                  IndexUniqueCheck, bool, IndexInfo *) {
+    if (isnull[0]) return false;
     add_key(index, index_key_hash(index, values[0]));
     return false;
 }
