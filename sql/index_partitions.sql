@@ -64,5 +64,16 @@ ALTER TABLE by_range ATTACH PARTITION by_range_more FOR VALUES FROM (2000) TO (3
 SELECT checked('by_range_bloom', 2500) AS attached;
 SELECT count(*) AS false_negatives FROM by_range WHERE NOT bloom_index_contains('by_range_bloom', id);
 
+-- A partition created two levels down after a check in this session: its rows are found.
+CREATE TABLE by_level (id int NOT NULL, email text) PARTITION BY RANGE (id);
+CREATE TABLE by_level_a PARTITION OF by_level FOR VALUES FROM (0) TO (100) PARTITION BY RANGE (id);
+CREATE TABLE by_level_a1 PARTITION OF by_level_a FOR VALUES FROM (0) TO (50);
+CREATE INDEX by_level_bloom ON by_level USING bloomfilter (email) WITH (capacity = 100);
+INSERT INTO by_level VALUES (1, 'one@mail.com');
+SELECT checked('by_level_bloom', 'one@mail.com'::text) AS before_new_partition;
+CREATE TABLE by_level_a2 PARTITION OF by_level_a FOR VALUES FROM (50) TO (100);
+INSERT INTO by_level VALUES (60, 'sixty@mail.com');
+SELECT checked('by_level_bloom', 'sixty@mail.com'::text) AS in_new_partition;
+
 RESET search_path;
 DROP SCHEMA regress_routing CASCADE;

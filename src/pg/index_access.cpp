@@ -51,13 +51,25 @@ Relation open_bloomfilter_index(Oid index_oid) {
 
 namespace {
 
+// Whether `relid` is one of a partitioned index's descendants or their tables: a partition
+// created, attached or detached at any level invalidates the table it is a partition of.
+bool among_parts(const IndexCheck *check, Oid relid) {
+    ListCell *cell;
+    foreach (cell, check->parts) {
+        const PartIndex *part = static_cast<const PartIndex *>(lfirst(cell));
+        if (part->index == relid || part->table == relid) return true;
+    }
+    return false;
+}
+
 // Called inside invalidation processing, which can happen while a check is in use: it only
 // marks, and index_check() frees.
 void invalidate_index_checks(Datum, Oid relid) {
     HASH_SEQ_STATUS scan;
     hash_seq_init(&scan, index_checks);
     for (IndexCheck *check; (check = static_cast<IndexCheck *>(hash_seq_search(&scan))) != nullptr;)
-        if (relid == InvalidOid || check->index_oid == relid || check->heap_oid == relid)
+        if (relid == InvalidOid || check->index_oid == relid || check->heap_oid == relid ||
+            among_parts(check, relid))
             check->valid = false;
 }
 
@@ -168,6 +180,9 @@ IndexCheck *index_check(Relation index) {
     memset(reinterpret_cast<char *>(check) + sizeof(Oid), 0, sizeof(IndexCheck) - sizeof(Oid));
     check->context = AllocSetContextCreate(CacheMemoryContext, "bloomfilter index check",
                                            ALLOCSET_SMALL_SIZES);
+    // Valid from the start, so that an invalidation that arrives while it is prepared (a
+    // partition created meanwhile) marks it to be prepared again by the next check.
+    check->valid = true;
     MemoryContext previous = MemoryContextSwitchTo(check->context);
     PG_TRY();
     {
@@ -181,7 +196,6 @@ IndexCheck *index_check(Relation index) {
     }
     PG_END_TRY();
     MemoryContextSwitchTo(previous);
-    check->valid = true;
     return check;
 }
 

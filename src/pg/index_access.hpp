@@ -8,7 +8,8 @@
 namespace bloomfilter {
 
 // What a check needs of an index, worked out on the first check in this backend and kept until
-// the index or its table changes (a relcache invalidation of either): prepared statements run
+// the index or its table changes (a relcache invalidation of either, or of a partition's table
+// or index at any level): prepared statements run
 // with a new fn_extra each time, and this work would cost more than the check itself.
 struct IndexCheck {
     Oid index_oid;  // the hash key
