@@ -75,5 +75,37 @@ CREATE TABLE by_level_a2 PARTITION OF by_level_a FOR VALUES FROM (50) TO (100);
 INSERT INTO by_level VALUES (60, 'sixty@mail.com');
 SELECT checked('by_level_bloom', 'sixty@mail.com'::text) AS in_new_partition;
 
+-- A foreign table as a partition has no index (CREATE INDEX skips it, and the partitioned index
+-- is valid): its rows are not in the filter, so the index answers nothing.
+CREATE FOREIGN DATA WRAPPER regress_bloom_wrapper;
+CREATE SERVER regress_bloom_server FOREIGN DATA WRAPPER regress_bloom_wrapper;
+CREATE TABLE by_place (id int NOT NULL, email text) PARTITION BY RANGE (id);
+CREATE TABLE by_place_local PARTITION OF by_place FOR VALUES FROM (0) TO (100);
+CREATE FOREIGN TABLE by_place_remote PARTITION OF by_place FOR VALUES FROM (100) TO (200)
+  SERVER regress_bloom_server;
+CREATE INDEX by_place_bloom ON by_place USING bloomfilter (email) WITH (capacity = 100);
+SELECT indisvalid FROM pg_index WHERE indexrelid = 'by_place_bloom'::regclass;
+\set VERBOSITY sqlstate
+SELECT bloom_index_contains('by_place_bloom', 'remote@mail.com');
+\set VERBOSITY default
+SELECT bloom_index_contains('by_place_bloom', 'remote@mail.com');
+DROP TABLE by_place;
+-- The same two levels down, under a partitioned index on the partition key, attached after a
+-- check: a value routed elsewhere is refused too.
+CREATE TABLE by_place (id int NOT NULL, email text) PARTITION BY RANGE (id);
+CREATE TABLE by_place_a PARTITION OF by_place FOR VALUES FROM (0) TO (200) PARTITION BY RANGE (id);
+CREATE TABLE by_place_a_local PARTITION OF by_place_a FOR VALUES FROM (0) TO (100);
+CREATE INDEX by_place_bloom ON by_place USING bloomfilter (id) WITH (capacity = 100);
+SELECT bloom_index_contains('by_place_bloom', 150) AS before_attach;
+CREATE FOREIGN TABLE by_place_a_remote (id int NOT NULL, email text) SERVER regress_bloom_server;
+ALTER TABLE by_place_a ATTACH PARTITION by_place_a_remote FOR VALUES FROM (100) TO (200);
+\set VERBOSITY sqlstate
+SELECT bloom_index_contains('by_place_bloom', 150);
+SELECT bloom_index_contains('by_place_bloom', 50);
+\set VERBOSITY default
+DROP TABLE by_place;
+DROP SERVER regress_bloom_server;
+DROP FOREIGN DATA WRAPPER regress_bloom_wrapper;
+
 RESET search_path;
 DROP SCHEMA regress_routing CASCADE;

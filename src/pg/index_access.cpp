@@ -40,6 +40,16 @@ void check_valid(Relation index) {
                                 "every partition.")));
 }
 
+void check_partitions_indexed(Relation index, const IndexCheck *check) {
+    if (OidIsValid(check->unindexed_partition))
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("bloomfilter index \"%s\" is not valid", RelationGetRelationName(index)),
+                        errdetail("Partition \"%s\" has no index under it (a foreign table cannot have "
+                                  "one), and the filter may miss its keys.",
+                                  get_rel_name(check->unindexed_partition)),
+                        errhint("Check the other partitions' indexes, and query that partition itself.")));
+}
+
 Relation open_bloomfilter_index(Oid index_oid) {
     Relation index = index_open(index_oid, AccessShareLock);
     if (!is_bloomfilter_index(index))
@@ -113,15 +123,21 @@ void prepare_index_check(IndexCheck *check, Relation index) {
         const AttrNumber indexed = index->rd_index->indkey.values[0];
         const char *column = indexed != 0 ? get_attname(check->heap_oid, indexed, false) : nullptr;
         check->routable = keyed_by(check->heap_oid, column);
+        // Each partitioned index with its table.
         List *pending = list_make1_oid(check->index_oid);
+        List *pending_tables = list_make1_oid(check->heap_oid);
         while (pending != NIL) {
             const Oid parent = linitial_oid(pending);
+            const Oid parent_table = linitial_oid(pending_tables);
             pending = list_delete_first(pending);
+            pending_tables = list_delete_first(pending_tables);
+            List *indexed = NIL;
             ListCell *cell;
             // Not locked here: a check locks the partitions' indexes it reads, and only those.
             foreach (cell, find_inheritance_children(parent, NoLock)) {
                 const Oid table = IndexGetRelation(lfirst_oid(cell), true);
                 if (!OidIsValid(table)) continue;
+                indexed = lappend_oid(indexed, table);
                 PartIndex *part = static_cast<PartIndex *>(palloc(sizeof(PartIndex)));
                 part->index = lfirst_oid(cell);
                 part->table = table;
@@ -129,8 +145,16 @@ void prepare_index_check(IndexCheck *check, Relation index) {
                 part->leaf = get_rel_relkind(part->index) != RELKIND_PARTITIONED_INDEX;
                 part->routable = !part->leaf && keyed_by(table, column);
                 check->parts = lappend(check->parts, part);
-                if (!part->leaf) pending = lappend_oid(pending, part->index);
+                if (!part->leaf) {
+                    pending = lappend_oid(pending, part->index);
+                    pending_tables = lappend_oid(pending_tables, table);
+                }
             }
+            // A partition with no index under this one (a foreign table: CREATE INDEX skips
+            // them, and the index is valid without it) holds rows the filter never saw.
+            foreach (cell, find_inheritance_children(parent_table, NoLock))
+                if (!OidIsValid(check->unindexed_partition) && !list_member_oid(indexed, lfirst_oid(cell)))
+                    check->unindexed_partition = lfirst_oid(cell);
         }
     }
     check->expression = index->rd_index->indkey.values[0] == 0;

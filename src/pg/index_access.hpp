@@ -19,6 +19,7 @@ struct IndexCheck {
     Bitmapset *columns;     // the table's columns the index reads, for the privilege check
     bool partitioned;
     List *parts;  // a partitioned index's descendants: PartIndex entries, parents before children
+    Oid unindexed_partition;  // a partition with no index under it (a foreign table), if any
     // Whether the table is partitioned by the indexed column alone (an index on a plain column):
     // a check then visits only the partition the value routes to.
     bool routable;
@@ -47,6 +48,8 @@ struct PartIndex {
 Relation open_bloomfilter_index(Oid index_oid);
 // Errors with 55000 when an index may miss keys.
 void check_valid(Relation index);
+// Errors with 55000 when a partitioned index may miss keys: a partition has no index under it.
+void check_partitions_indexed(Relation index, const IndexCheck *check);
 // What a check needs of the index, kept in this backend until the index or its table changes.
 IndexCheck *index_check(Relation index);
 // Errors unless the caller may learn what the index holds (42501).

@@ -191,6 +191,7 @@ extern "C" Datum bloom_index_contains(PG_FUNCTION_ARGS) {
     Relation index = open_bloomfilter_index(index_oid);
     IndexCheck *check = index_check(index);
     check_may_read(index, check, "bloom_index_contains");
+    check_partitions_indexed(index, check);
     if (key_family(value_type) != key_family(check->column_type) ||
         key_family(value_type) == KeyFamily::other)
         ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
