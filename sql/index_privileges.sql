@@ -86,6 +86,26 @@ SELECT current_user = 'regress_bloom_index_owner' AS caller_is_owner;
 SELECT bloom_index_contains('regress_bloom_owned.accounts_email_ci', 'USER1@mail.com') AS found;
 DROP SCHEMA regress_bloom_owned CASCADE;
 
+-- An expression whose function checks the index itself, while the check evaluates it: refused
+-- (55006), and the index answers again afterwards. (Allowed, the inner check would overwrite the
+-- value the outer one is evaluating and free its memory: here it hashed 'outerouterinner'.)
+CREATE TABLE index_nested (email text);
+CREATE FUNCTION pg_temp.checks_itself(t text) RETURNS text LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+  IF t = 'outer' THEN
+    PERFORM bloom_index_contains('index_nested_expression', 'inner'::text);
+  END IF;
+  RETURN t;
+END $$;
+CREATE INDEX index_nested_expression ON index_nested USING bloomfilter
+  ((email || pg_temp.checks_itself(email) || email)) WITH (capacity = 10);
+INSERT INTO index_nested VALUES ('outer'), ('a@mail.com');
+\set VERBOSITY sqlstate
+SELECT bloom_index_contains('index_nested_expression', 'outer'::text);
+\set VERBOSITY default
+SELECT bloom_index_contains('index_nested_expression', 'a@mail.com') AS found_afterwards;
+DROP TABLE index_nested;
+
 DROP ROLE regress_bloom_index_reader;
 DROP ROLE regress_bloom_index_bypass;
 DROP ROLE regress_bloom_index_owner;

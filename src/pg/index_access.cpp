@@ -198,6 +198,10 @@ IndexCheck *index_check(Relation index) {
     bool found;
     IndexCheck *check =
         static_cast<IndexCheck *>(hash_search(index_checks, &index_oid, HASH_FIND, &found));
+    if (found && check->in_use)
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_IN_USE),
+                        errmsg("bloomfilter index \"%s\" cannot be read by the functions of its own expression",
+                               RelationGetRelationName(index))));
     if (found && check->valid) return check;
     if (found) forget_index_check(check);
     check = static_cast<IndexCheck *>(hash_search(index_checks, &index_oid, HASH_ENTER, &found));
@@ -207,6 +211,7 @@ IndexCheck *index_check(Relation index) {
     // Valid from the start, so that an invalidation that arrives while it is prepared (a
     // partition created meanwhile) marks it to be prepared again by the next check.
     check->valid = true;
+    check->in_use = true;
     MemoryContext previous = MemoryContextSwitchTo(check->context);
     PG_TRY();
     {
@@ -220,6 +225,7 @@ IndexCheck *index_check(Relation index) {
     }
     PG_END_TRY();
     MemoryContextSwitchTo(previous);
+    check->in_use = false;
     return check;
 }
 

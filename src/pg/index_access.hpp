@@ -15,6 +15,9 @@ struct IndexCheck {
     Oid index_oid;  // the hash key
     Oid heap_oid;
     bool valid;
+    // Being prepared, or its expression evaluated: the table owner's functions run then, and a
+    // check of the same index from them (which could free what is in use) is refused.
+    bool in_use;
     MemoryContext context;  // everything below
     Bitmapset *columns;     // the table's columns the index reads, for the privilege check
     bool partitioned;

@@ -234,7 +234,18 @@ extern "C" Datum bloom_index_contains(PG_FUNCTION_ARGS) {
         RestrictSearchPath();
 #endif
         MemoryContext previous = MemoryContextSwitchTo(GetPerTupleMemoryContext(check->estate));
-        FormIndexDatum(check->index_info, slot, check->estate, &key, &key_is_null);
+        check->in_use = true;
+        PG_TRY();
+        {
+            FormIndexDatum(check->index_info, slot, check->estate, &key, &key_is_null);
+        }
+        PG_CATCH();
+        {
+            check->in_use = false;
+            PG_RE_THROW();
+        }
+        PG_END_TRY();
+        check->in_use = false;
         MemoryContextSwitchTo(previous);
         AtEOXact_GUC(false, guc_level);
         SetUserIdAndSecContext(caller, security_context);
