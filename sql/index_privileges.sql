@@ -86,6 +86,41 @@ SELECT current_user = 'regress_bloom_index_owner' AS caller_is_owner;
 SELECT bloom_index_contains('regress_bloom_owned.accounts_email_ci', 'USER1@mail.com') AS found;
 DROP SCHEMA regress_bloom_owned CASCADE;
 
+-- The owner's code runs with search_path = pg_catalog, pg_temp: a reader that puts a schema of
+-- its own first in search_path does not get its function called as the owner by an owner's
+-- function that names lower() unqualified.
+SET client_min_messages = warning;
+DROP ROLE IF EXISTS regress_bloom_index_planter;
+RESET client_min_messages;
+CREATE ROLE regress_bloom_index_planter;
+CREATE SCHEMA regress_bloom_victim AUTHORIZATION regress_bloom_index_owner;
+CREATE SCHEMA regress_bloom_planted AUTHORIZATION regress_bloom_index_planter;
+SET ROLE regress_bloom_index_owner;
+CREATE FUNCTION regress_bloom_victim.normalized(t text) RETURNS text LANGUAGE sql IMMUTABLE
+  AS 'SELECT lower(t)';
+CREATE TABLE regress_bloom_victim.accounts (email text);
+CREATE TABLE regress_bloom_victim.secrets (secret text);
+INSERT INTO regress_bloom_victim.secrets VALUES ('the owner''s secret');
+INSERT INTO regress_bloom_victim.accounts VALUES ('user1@mail.com');
+CREATE INDEX accounts_normalized ON regress_bloom_victim.accounts
+  USING bloomfilter (regress_bloom_victim.normalized(email)) WITH (capacity = 10);
+GRANT USAGE ON SCHEMA regress_bloom_victim TO regress_bloom_index_planter;
+GRANT SELECT ON regress_bloom_victim.accounts TO regress_bloom_index_planter;
+SET ROLE regress_bloom_index_planter;
+GRANT USAGE ON SCHEMA regress_bloom_planted TO PUBLIC;
+CREATE FUNCTION regress_bloom_planted.lower(t text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE NOTICE 'the planted lower() runs as %, and reads %', current_user,
+    (SELECT string_agg(secret, ',') FROM regress_bloom_victim.secrets);
+  RETURN pg_catalog.lower(t);
+END $$;
+SET search_path = regress_bloom_planted, pg_catalog, public;
+SELECT bloom_index_contains('regress_bloom_victim.accounts_normalized', 'USER1@mail.com') AS found;
+RESET search_path;
+RESET ROLE;
+DROP SCHEMA regress_bloom_victim, regress_bloom_planted CASCADE;
+DROP ROLE regress_bloom_index_planter;
+
 -- An expression whose function checks the index itself, while the check evaluates it: refused
 -- (55006), and the index answers again afterwards. (Allowed, the inner check would overwrite the
 -- value the outer one is evaluating and free its memory: here it hashed 'outerouterinner'.)

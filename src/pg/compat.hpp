@@ -18,6 +18,7 @@ extern "C" {
 
 extern "C" {
 #include "access/toast_internals.h"
+#include "utils/guc.h"
 }
 
 namespace bloomfilter {
@@ -30,6 +31,18 @@ inline Snapshot toast_snapshot(SnapshotData *storage) {
 #else
     init_toast_snapshot(storage);
     return storage;
+#endif
+}
+
+// search_path = pg_catalog, pg_temp in the GUC nest level the caller opened, for another role's
+// code run on the caller's behalf: RestrictSearchPath from 17 on (as maintenance commands do);
+// before, the same setting, or the caller's schemas would come first in that code's lookups.
+inline void restrict_search_path() {
+#if PG_VERSION_NUM >= 170000
+    RestrictSearchPath();
+#else
+    set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
+                      GUC_ACTION_SAVE, true, 0, false);
 #endif
 }
 }  // namespace bloomfilter

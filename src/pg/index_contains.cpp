@@ -223,16 +223,14 @@ extern "C" Datum bloom_index_contains(PG_FUNCTION_ARGS) {
         Datum key;
         bool key_is_null;
         // The expression's functions are the table owner's code: they run as the owner, in a
-        // security-restricted operation, as PostgreSQL runs them for REINDEX or VACUUM, never
-        // with the caller's rights.
+        // security-restricted operation, with search_path = pg_catalog, pg_temp, as PostgreSQL
+        // 17 runs them for REINDEX or VACUUM, never with the caller's rights or schemas.
         Oid caller;
         int security_context;
         GetUserIdAndSecContext(&caller, &security_context);
         SetUserIdAndSecContext(check->heap_owner, security_context | SECURITY_RESTRICTED_OPERATION);
         const int guc_level = NewGUCNestLevel();
-#if PG_VERSION_NUM >= 170000
-        RestrictSearchPath();
-#endif
+        restrict_search_path();
         MemoryContext previous = MemoryContextSwitchTo(GetPerTupleMemoryContext(check->estate));
         check->in_use = true;
         PG_TRY();
