@@ -116,6 +116,29 @@ BEGIN
 END $$;
 SET search_path = regress_bloom_planted, pg_catalog, public;
 SELECT bloom_index_contains('regress_bloom_victim.accounts_normalized', 'USER1@mail.com') AS found;
+-- Nor when the index's expressions are first loaded in a session by such a reader: the relcache
+-- then inlines the owner's SQL function with the reader's search_path (here into a planted
+-- function declared immutable), and a check evaluates the expression as stored instead.
+ALTER FUNCTION regress_bloom_planted.lower(text) IMMUTABLE;
+\c
+SET ROLE regress_bloom_index_planter;
+SET search_path = regress_bloom_planted, pg_catalog, public;
+SELECT bloom_index_contains('regress_bloom_victim.accounts_normalized', 'USER1@mail.com') AS found;
+-- Which columns the privilege check asks for come from the stored expression too: a planted
+-- lower() that ignores its argument leaves the relcache's copy with no column (refused as 0A000),
+-- while the stored one reads email, which this reader may not (42501).
+RESET search_path;
+DROP FUNCTION regress_bloom_planted.lower(text);
+CREATE FUNCTION regress_bloom_planted.lower(t text) RETURNS text LANGUAGE sql IMMUTABLE
+  AS $$SELECT 'constant'::text$$;
+RESET ROLE;
+REVOKE SELECT ON regress_bloom_victim.accounts FROM regress_bloom_index_planter;
+\c
+SET ROLE regress_bloom_index_planter;
+SET search_path = regress_bloom_planted, pg_catalog, public;
+\set VERBOSITY sqlstate
+SELECT bloom_index_contains('regress_bloom_victim.accounts_normalized', 'USER1@mail.com');
+\set VERBOSITY default
 RESET search_path;
 RESET ROLE;
 DROP SCHEMA regress_bloom_victim, regress_bloom_planted CASCADE;

@@ -8,6 +8,7 @@ extern "C" {
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_partitioned_table.h"
 #include "executor/executor.h"
+#include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "utils/acl.h"
 #include "utils/inval.h"
@@ -90,6 +91,19 @@ void forget_index_check(IndexCheck *check) {
     hash_search(index_checks, &key, HASH_REMOVE, nullptr);
 }
 
+// The index's expressions or predicate as stored in pg_index. Not the relcache's copies: those
+// have SQL functions inlined, their bodies parsed with the search_path of whoever loaded them in
+// this backend, a caller who may have put a schema of its own first. The expressions are planned
+// when first evaluated, as the table's owner with a safe search_path (bloom_index_contains).
+Node *stored_index_expression(Relation index, AttrNumber attribute) {
+    bool isnull;
+    const Datum stored = SysCacheGetAttr(INDEXRELID, index->rd_indextuple, attribute, &isnull);
+    if (isnull) return nullptr;
+    Node *node = static_cast<Node *>(stringToNode(TextDatumGetCString(stored)));
+    fix_opfuncids(node);
+    return node;
+}
+
 // The index's table's columns it reads: key columns, and those of its expressions and predicate
 // (as offsets by FirstLowInvalidHeapAttributeNumber, as pull_varattnos gives them).
 Bitmapset *index_columns(Relation index) {
@@ -98,8 +112,8 @@ Bitmapset *index_columns(Relation index) {
         if (index->rd_index->indkey.values[i] != 0)
             columns = bms_add_member(columns, index->rd_index->indkey.values[i] -
                                                   FirstLowInvalidHeapAttributeNumber);
-    pull_varattnos(reinterpret_cast<Node *>(RelationGetIndexExpressions(index)), 1, &columns);
-    pull_varattnos(reinterpret_cast<Node *>(RelationGetIndexPredicate(index)), 1, &columns);
+    pull_varattnos(stored_index_expression(index, Anum_pg_index_indexprs), 1, &columns);
+    pull_varattnos(stored_index_expression(index, Anum_pg_index_indpred), 1, &columns);
     return columns;
 }
 
@@ -162,8 +176,9 @@ void prepare_index_check(IndexCheck *check, Relation index) {
         check->column_type = TupleDescAttr(RelationGetDescr(index), 0)->atttypid;
         return;
     }
+    Node *expressions = stored_index_expression(index, Anum_pg_index_indexprs);
     Bitmapset *columns = nullptr;
-    pull_varattnos(reinterpret_cast<Node *>(RelationGetIndexExpressions(index)), 1, &columns);
+    pull_varattnos(expressions, 1, &columns);
     const int member = bms_num_members(columns) == 1 ? bms_next_member(columns, -1) : -1;
     if (member < 0 || member + FirstLowInvalidHeapAttributeNumber <= 0)
         ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -178,6 +193,7 @@ void prepare_index_check(IndexCheck *check, Relation index) {
     table_close(heap, NoLock);
     check->column_type = TupleDescAttr(descriptor, check->column - 1)->atttypid;
     check->index_info = BuildIndexInfo(index);
+    check->index_info->ii_Expressions = reinterpret_cast<List *>(expressions);
     check->estate = CreateExecutorState();
     check->slot = MakeSingleTupleTableSlot(descriptor, &TTSOpsVirtual);
 }
