@@ -162,6 +162,9 @@ CREATE INDEX index_users_two ON index_users USING bloomfilter ((email || id));
 SELECT bloom_index_contains('index_users_two', 'x');
 \set VERBOSITY default
 SELECT bloom_index_contains('index_users_pkey', 'x');
+-- The filter of an index on an expression of several columns is read as any other.
+SELECT bloom_contains(bloom_index_filter('index_users_two'), 'user20@mail.com20') AS two_columns_filter,
+       (SELECT count(*) > 1 FROM bloom_index_changes('index_users_two', '0/0')) AS two_columns_changes;
 
 -- A BEFORE UPDATE trigger that changes the key when the UPDATE names another column: the new
 -- key is added (the executor's guess that the index is unchanged comes from the columns named).

@@ -180,11 +180,8 @@ void prepare_index_check(IndexCheck *check, Relation index) {
     Bitmapset *columns = nullptr;
     pull_varattnos(expressions, 1, &columns);
     const int member = bms_num_members(columns) == 1 ? bms_next_member(columns, -1) : -1;
-    if (member < 0 || member + FirstLowInvalidHeapAttributeNumber <= 0)
-        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                        errmsg("bloom_index_contains needs an index on one column or on an "
-                               "expression of one column; \"%s\" is not",
-                               RelationGetRelationName(index))));
+    // An expression of several columns: bloom_index_contains refuses it, the filter is readable.
+    if (member < 0 || member + FirstLowInvalidHeapAttributeNumber <= 0) return;
     check->column = AttrNumber(member + FirstLowInvalidHeapAttributeNumber);
     Relation heap = table_open(check->heap_oid, AccessShareLock);
     check->heap_owner = heap->rd_rel->relowner;

@@ -29,7 +29,7 @@ struct IndexCheck {
     // An expression index: the value stands for column `column` of the table, and the index's
     // expression of it is the key.
     bool expression;
-    AttrNumber column;
+    AttrNumber column;  // InvalidAttrNumber: an expression of several columns, or of none
     Oid column_type;  // of the value: the indexed column's, or the expression's column's
     Oid heap_owner;
     IndexInfo *index_info;

@@ -192,6 +192,11 @@ extern "C" Datum bloom_index_contains(PG_FUNCTION_ARGS) {
     IndexCheck *check = index_check(index);
     check_may_read(index, check, "bloom_index_contains");
     check_partitions_indexed(index, check);
+    if (check->expression && check->column == InvalidAttrNumber)
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                        errmsg("bloom_index_contains needs an index on one column or on an "
+                               "expression of one column; \"%s\" is not",
+                               RelationGetRelationName(index))));
     if (key_family(value_type) != key_family(check->column_type) ||
         key_family(value_type) == KeyFamily::other)
         ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
