@@ -57,6 +57,17 @@ SELECT byte_offset = 0 AS is_header, length(bytes) FROM bloom_index_changes('ind
 SELECT overlay(f PLACING c.bytes FROM c.byte_offset::int + 1) = bloom_index_filter('index_users_email')::bytea AS copy_up_to_date
 FROM followed_copy, bloom_index_changes('index_users_email', :'next_lsn') c WHERE c.byte_offset > 0;
 
+-- A temporary table's index: its pages carry no WAL position, so every page is returned, and
+-- a copy brought up to date with them holds a key added after the copy was made.
+CREATE TEMP TABLE index_temp (k text);
+CREATE INDEX index_temp_k ON index_temp USING bloomfilter (k) WITH (capacity = 1000);
+CREATE TEMP TABLE temp_copy AS SELECT bloom_index_filter('index_temp_k')::bytea AS f;
+SELECT max(next_lsn) AS temp_next_lsn FROM bloom_index_changes('index_temp_k', '0/0') \gset
+INSERT INTO index_temp VALUES ('temp@mail.com');
+SELECT count(*) AS page_rows,
+       bool_and(bloom_contains(overlay(f PLACING c.bytes FROM c.byte_offset::int + 1)::bloom, 'temp@mail.com')) AS copy_has_key
+FROM temp_copy, bloom_index_changes('index_temp_k', :'temp_next_lsn') c WHERE c.byte_offset > 0;
+
 -- The planner never scans it, even with every other way off.
 SET enable_seqscan = off;
 EXPLAIN (COSTS OFF) SELECT id FROM index_users WHERE email = 'user7@mail.com';

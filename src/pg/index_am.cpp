@@ -205,10 +205,17 @@ uint32_t key_places(const IndexLayout &layout, KeyHash h, BitPlace *places) {
     return n;
 }
 
+// A page of this index of the kind wanted. The special space's size is checked before it is
+// read: a page whose pd_special points elsewhere would make its opaque data lie past the page.
+bool is_index_page(Page page, bool meta) {
+    return !PageIsNew(page) && PageGetSpecialSize(page) == MAXALIGN(sizeof(IndexPageOpaque)) &&
+           page_opaque(page)->page_id == kIndexPageId &&
+           ((page_opaque(page)->flags & kMetaPageFlag) != 0) == meta;
+}
+
 Page checked_page(Relation index, Buffer buffer) {
     Page page = BufferGetPage(buffer);
-    if (PageIsNew(page) || page_opaque(page)->page_id != kIndexPageId ||
-        (page_opaque(page)->flags & kMetaPageFlag) != 0)
+    if (!is_index_page(page, false))
         ereport(ERROR, (errcode(ERRCODE_INDEX_CORRUPTED),
                         errmsg("bloomfilter index \"%s\" has a corrupted page %u",
                                RelationGetRelationName(index), BufferGetBlockNumber(buffer))));
@@ -379,8 +386,7 @@ const IndexLayout &index_layout(Relation index) {
         Buffer buffer = ReadBuffer(index, kMetaBlock);
         LockBuffer(buffer, BUFFER_LOCK_SHARE);
         Page page = BufferGetPage(buffer);
-        valid = !PageIsNew(page) && page_opaque(page)->page_id == kIndexPageId &&
-                (page_opaque(page)->flags & kMetaPageFlag) != 0;
+        valid = is_index_page(page, true);
         if (valid) memcpy(&meta, PageGetContents(page), sizeof meta);
         UnlockReleaseBuffer(buffer);
     }
@@ -428,13 +434,16 @@ KeyHash index_key_hash(Relation index, Datum value) {
 // reader sees each byte either as it was or with more bits set: a key whose insert finished
 // before the check began is found, as the visibility map is read under a pin alone. The buffer
 // the page was found in last time is tried first: when it still holds the page, the buffer
-// mapping table is not searched, and the page was checked when this backend first read it (a
-// page read again from disk is verified by the buffer manager).
+// mapping table is not searched. The page is checked either way (a few loads of the header and
+// special space, which never change once the page is made): the buffer may hold the page read
+// again from disk since, and the buffer manager takes a page of zeros for a valid one.
 namespace {
 Buffer pin_data_page(Relation index, const IndexLayout &layout, BlockNumber block) {
     Buffer &recent = layout.recent_buffers[block - 1];
-    if (recent != InvalidBuffer && ReadRecentBuffer(relation_file(index), MAIN_FORKNUM, block, recent))
+    if (recent != InvalidBuffer && ReadRecentBuffer(relation_file(index), MAIN_FORKNUM, block, recent)) {
+        checked_page(index, recent);
         return recent;
+    }
     Buffer buffer = ReadBuffer(index, block);
     LockBuffer(buffer, BUFFER_LOCK_SHARE);
     checked_page(index, buffer);
@@ -507,6 +516,8 @@ void changed_pages(Relation index, XLogRecPtr since, ChangedPageUse use, void *a
     const IndexLayout &layout = index_layout(index);
     const uint64_t bits_bytes = layout.bits_bytes();
     uint8_t *copy = static_cast<uint8_t *>(palloc(layout.bytes_per_page));
+    // A temporary table's pages carry no WAL position: every page counts as changed.
+    const bool local = RelationUsesLocalBuffers(index);
     for (uint32_t n = 0; n < layout.data_pages; n++) {
         CHECK_FOR_INTERRUPTS();
         const uint64_t begin = uint64_t(n) * layout.bytes_per_page;
@@ -514,7 +525,7 @@ void changed_pages(Relation index, XLogRecPtr since, ChangedPageUse use, void *a
         Buffer buffer = ReadBuffer(index, BlockNumber(1 + n));
         LockBuffer(buffer, BUFFER_LOCK_SHARE);
         Page page = checked_page(index, buffer);
-        const bool changed = PageGetLSN(page) > since;
+        const bool changed = local || PageGetLSN(page) > since;
         if (changed) memcpy(copy, page_bits(page), length);
         UnlockReleaseBuffer(buffer);
         if (changed) use(arg, begin, copy, length);
