@@ -193,3 +193,19 @@ UPDATE index_triggered SET pending_email = 'confirmed@mail.com';
 SELECT email, bloom_index_contains('index_triggered_email', email) AS found FROM index_triggered;
 
 DROP TABLE index_users, index_keys, index_accounts, index_unlogged, index_broken, index_triggered;
+
+-- What a session keeps for checking an index is freed once the index is dropped (at the next
+-- check of another index): a session that checks many short-lived indexes does not grow.
+\c
+CREATE TABLE index_dropped (k text);
+SELECT format('CREATE INDEX index_dropped_%s ON index_dropped USING bloomfilter (k) WITH (capacity = 10)', i)
+FROM generate_series(1, 5) i \gexec
+CREATE TABLE index_kept (k text);
+CREATE INDEX index_kept_k ON index_kept USING bloomfilter (k) WITH (capacity = 10);
+SELECT count(*) FILTER (WHERE bloom_index_contains(('index_dropped_' || i)::regclass, 'x')) AS found
+FROM generate_series(1, 5) i;
+SELECT count(*) AS checks_kept FROM pg_backend_memory_contexts WHERE name = 'bloomfilter index check';
+DROP TABLE index_dropped;
+SELECT bloom_index_contains('index_kept_k', 'x') AS found;
+SELECT count(*) AS checks_kept FROM pg_backend_memory_contexts WHERE name = 'bloomfilter index check';
+DROP TABLE index_kept;

@@ -91,6 +91,15 @@ void forget_index_check(IndexCheck *check) {
     hash_search(index_checks, &key, HASH_REMOVE, nullptr);
 }
 
+// Frees what was kept for indexes changed or dropped since (the invalidation callback only
+// marks them), but for a check in use.
+void forget_invalid_checks() {
+    HASH_SEQ_STATUS scan;
+    hash_seq_init(&scan, index_checks);
+    for (IndexCheck *check; (check = static_cast<IndexCheck *>(hash_seq_search(&scan))) != nullptr;)
+        if (!check->valid && !check->in_use) forget_index_check(check);
+}
+
 // The index's expressions or predicate as stored in pg_index. Not the relcache's copies: those
 // have SQL functions inlined, their bodies parsed with the search_path of whoever loaded them in
 // this backend, a caller who may have put a schema of its own first. The expressions are planned
@@ -216,7 +225,7 @@ IndexCheck *index_check(Relation index) {
                         errmsg("bloomfilter index \"%s\" cannot be read by the functions of its own expression",
                                RelationGetRelationName(index))));
     if (found && check->valid) return check;
-    if (found) forget_index_check(check);
+    forget_invalid_checks();
     check = static_cast<IndexCheck *>(hash_search(index_checks, &index_oid, HASH_ENTER, &found));
     memset(reinterpret_cast<char *>(check) + sizeof(Oid), 0, sizeof(IndexCheck) - sizeof(Oid));
     check->context = AllocSetContextCreate(CacheMemoryContext, "bloomfilter index check",

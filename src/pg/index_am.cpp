@@ -416,12 +416,14 @@ const IndexLayout &index_layout(Relation index) {
                         errmsg("\"%s\" is not a valid bloomfilter index: its metapage is corrupted",
                                RelationGetRelationName(index)),
                         errhint("REINDEX it.")));
-    layout.recent_buffers = static_cast<Buffer *>(
-        MemoryContextAllocZero(index->rd_indexcxt, sizeof(Buffer) * layout.data_pages));
-    void *cached = MemoryContextAlloc(index->rd_indexcxt, sizeof(IndexLayout));
+    // One allocation with its buffers' array: the relcache frees rd_amcache alone when it reloads
+    // the index's entry.
+    char *cached = static_cast<char *>(MemoryContextAllocZero(
+        index->rd_indexcxt, MAXALIGN(sizeof(IndexLayout)) + sizeof(Buffer) * layout.data_pages));
+    layout.recent_buffers = reinterpret_cast<Buffer *>(cached + MAXALIGN(sizeof(IndexLayout)));
     memcpy(cached, &layout, sizeof layout);
     index->rd_amcache = cached;
-    return *static_cast<const IndexLayout *>(cached);
+    return *reinterpret_cast<const IndexLayout *>(cached);
 }
 
 KeyHash index_key_hash(Relation index, Datum value) {
