@@ -9,7 +9,7 @@
 The follower loads bloom_index_filter(index) once, then asks bloom_index_changes(index, lsn)
 every `interval` seconds (in a background thread, or when refresh() is called): one query,
 whose first row is the filter's header and the others the pages of bits changed since the
-last refresh. Every row committed before the start of the last successful refresh is found;
+last refresh. After a reconnection it loads the filter whole again. Every row committed before the start of the last successful refresh is found;
 `lag` says how long ago that was.
 
 It works with a psycopg (3) or psycopg2 connection, or a conninfo string, and needs only
@@ -183,7 +183,7 @@ class IndexFollower:
             try:
                 if self._conn is None:
                     self._open()
-                if self._state is None:
+                if self._state is None or self._lsn is None:
                     self._load()
                 else:
                     self._apply_changes()
@@ -236,6 +236,10 @@ class IndexFollower:
             raise RuntimeError("the follower's connection is closed and it cannot open another")
         self._conn = self._connect()
         self.reconnects += 1
+        # The new connection may reach another server (a standby promoted when the primary
+        # failed), whose WAL positions are not the old one's: changes since the old position
+        # could leave out keys committed there. The next refresh reads the filter whole.
+        self._lsn = None
         self._prepare_connection()
 
     def _prepare_connection(self):

@@ -142,6 +142,30 @@ def test_dropped_connection(conn, dsn):
     follower.close()
 
 
+def test_reconnection_loads_the_filter_again(conn, dsn):
+    """A new connection may reach another server (a standby promoted after the primary failed),
+    whose WAL positions are not those of the old one: one behind the old position changes pages
+    at positions the follower takes for old. So the first refresh on a new connection reads the
+    filter whole, as if it had started there."""
+    table, index = make_table(conn)
+    conn.execute("INSERT INTO %s (email) VALUES ('before')" % table)
+    follower = IndexFollower(lambda: psycopg.connect(dsn, autocommit=True), index, background=False)
+    try:
+        assert follower.reloads == 1
+        conn.execute("SELECT pg_terminate_backend(%s)", [follower.backend_pid])
+        with pytest.raises(psycopg.OperationalError):
+            follower.refresh()
+        conn.execute("INSERT INTO %s (email) VALUES ('after')" % table)
+        follower.refresh()
+        assert follower.reconnects == 2 and follower.reloads == 2
+        assert follower.last_rows == 1 and follower.last_bytes == len(follower.filter.to_bytes())
+        assert "before" in follower and "after" in follower
+        follower.refresh()
+        assert follower.reloads == 2
+    finally:
+        follower.close()
+
+
 def test_reindex_concurrently_and_resize(conn, dsn):
     table, index = make_table(conn, capacity=50_000)
     conn.execute("INSERT INTO %s (email) SELECT 'before' || i FROM generate_series(1, 5000) i" % table)
