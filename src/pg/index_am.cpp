@@ -531,7 +531,8 @@ void changed_pages(Relation index, XLogRecPtr since, ChangedPageUse use, void *a
         Buffer buffer = ReadBuffer(index, BlockNumber(1 + n));
         LockBuffer(buffer, BUFFER_LOCK_SHARE);
         Page page = checked_page(index, buffer);
-        const bool changed = local || PageGetLSN(page) > since || PageGetLSN(page) == InvalidXLogRecPtr;
+        const XLogRecPtr lsn = PageGetLSN(page);
+        const bool changed = local || lsn > since || lsn == InvalidXLogRecPtr;
         if (changed) memcpy(copy, page_bits(page), length);
         UnlockReleaseBuffer(buffer);
         if (changed) use(arg, begin, copy, length);

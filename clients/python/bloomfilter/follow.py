@@ -9,8 +9,8 @@
 The follower loads bloom_index_filter(index) once, then asks bloom_index_changes(index, lsn)
 every `interval` seconds (in a background thread, or when refresh() is called): one query,
 whose first row is the filter's header and the others the pages of bits changed since the
-last refresh. After a reconnection it loads the filter whole again. Every row committed before the start of the last successful refresh is found;
-`lag` says how long ago that was.
+last refresh; after a reconnection, the whole filter again. Every row committed before the start
+of the last successful refresh is found; `lag` says how long ago that was.
 
 It works with a psycopg (3) or psycopg2 connection, or a conninfo string, and needs only
 SELECT on the indexed column (as bloom_index_contains does). It sets autocommit on the
