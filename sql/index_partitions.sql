@@ -107,5 +107,30 @@ DROP TABLE by_place;
 DROP SERVER regress_bloom_server;
 DROP FOREIGN DATA WRAPPER regress_bloom_wrapper;
 
+-- A partition attached two levels down by another session while this transaction holds the
+-- locks of an earlier check: the check that first locks its parent takes in the change, and
+-- finds its rows.
+CREATE EXTENSION IF NOT EXISTS dblink;
+CREATE TABLE by_attach (id int NOT NULL, email text) PARTITION BY RANGE (id);
+CREATE TABLE by_attach_a PARTITION OF by_attach FOR VALUES FROM (0) TO (100) PARTITION BY RANGE (id);
+CREATE TABLE by_attach_a1 PARTITION OF by_attach_a FOR VALUES FROM (0) TO (100);
+CREATE TABLE by_attach_b PARTITION OF by_attach FOR VALUES FROM (100) TO (200) PARTITION BY RANGE (id);
+CREATE TABLE by_attach_b1 PARTITION OF by_attach_b FOR VALUES FROM (100) TO (150);
+CREATE INDEX by_attach_bloom ON by_attach USING bloomfilter (id) WITH (capacity = 100);
+CREATE TABLE by_attach_b2 (id int NOT NULL, email text);
+INSERT INTO by_attach_b2 VALUES (170, 'late@mail.com');
+SELECT dblink_connect('regress_other', format('dbname=%s port=%s host=%s', current_database(),
+  current_setting('port'), split_part(current_setting('unix_socket_directories'), ',', 1))) AS other_session;
+BEGIN;
+SELECT bloom_index_contains('by_attach_bloom', 5) AS before_attach;
+SELECT dblink_exec('regress_other',
+  'ALTER TABLE regress_routing.by_attach_b ATTACH PARTITION regress_routing.by_attach_b2 FOR VALUES FROM (150) TO (200)');
+SELECT bloom_index_contains('by_attach_bloom', 170) AS attached_elsewhere;
+SELECT count(*) AS rows_170 FROM by_attach WHERE id = 170;
+COMMIT;
+SELECT dblink_disconnect('regress_other');
+DROP TABLE by_attach;
+DROP EXTENSION dblink;
+
 RESET search_path;
 DROP SCHEMA regress_routing CASCADE;
