@@ -3,6 +3,7 @@
 
 extern "C" {
 #include "access/genam.h"
+#include "access/relation.h"
 #include "access/table.h"
 #include "catalog/index.h"
 #include "catalog/pg_inherits.h"
@@ -52,7 +53,10 @@ void check_partitions_indexed(Relation index, const IndexCheck *check) {
 }
 
 Relation open_bloomfilter_index(Oid index_oid) {
-    Relation index = index_open(index_oid, AccessShareLock);
+    Relation index = try_relation_open(index_oid, AccessShareLock);
+    if (index == nullptr)
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
+                        errmsg("relation with OID %u does not exist", index_oid)));
     if (!is_bloomfilter_index(index))
         ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
                         errmsg("\"%s\" is not a bloomfilter index", RelationGetRelationName(index))));
@@ -135,7 +139,9 @@ bool keyed_by(Oid table, const char *column) {
     const auto *form = reinterpret_cast<Form_pg_partitioned_table>(GETSTRUCT(tuple));
     const AttrNumber attnum = form->partnatts == 1 ? form->partattrs.values[0] : 0;
     ReleaseSysCache(tuple);
-    return attnum != 0 && strcmp(get_attname(table, attnum, false), column) == 0;
+    // The partition is not locked: dropped meanwhile, it has no column, and is not routed to.
+    const char *name = attnum != 0 ? get_attname(table, attnum, true) : nullptr;
+    return name != nullptr && strcmp(name, column) == 0;
 }
 
 void prepare_index_check(IndexCheck *check, Relation index) {

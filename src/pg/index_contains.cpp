@@ -4,6 +4,7 @@
 
 extern "C" {
 #include "access/genam.h"
+#include "access/relation.h"
 #include "access/table.h"
 #include "catalog/index.h"
 #include "executor/executor.h"
@@ -102,7 +103,9 @@ public:
     // Opens a leaf and locates the key's block; a leaf whose blocks span pages is checked at
     // once. Returns false when that check found the key.
     bool add(Oid index_oid, KeyHash h) {
-        Relation leaf = index_open(index_oid, AccessShareLock);
+        // A partition dropped since the partitions were listed holds no rows any more.
+        Relation leaf = try_relation_open(index_oid, AccessShareLock);
+        if (leaf == nullptr) return true;
         check_valid(leaf);
         Buffer buffer;
         const uint8_t *block = index_locate_block(leaf, h, &buffer);
@@ -147,9 +150,10 @@ bool partitions_contain(const IndexCheck *check, Oid table, bool routable, Oid i
                         KeyHash h) {
     Oid routed = InvalidOid;
     if (routable) {
-        Relation parent = table_open(table, AccessShareLock);
+        Relation parent = try_relation_open(table, AccessShareLock);
+        if (parent == nullptr) return false;  // dropped since the partitions were listed
         const int routes = route_value(parent, column_value, &routed);
-        table_close(parent, NoLock);
+        relation_close(parent, NoLock);
         if (routes == 0) return false;
     }
     for (;;) {
