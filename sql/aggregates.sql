@@ -1,5 +1,7 @@
 -- Aggregates: every form, NULLs, empty input, parallel plans, two aggregates in one query.
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS bloomfilter;
+RESET client_min_messages;
 
 CREATE TABLE agg_input (id bigint, email text, data bytea, u uuid);
 INSERT INTO agg_input

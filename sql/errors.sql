@@ -1,5 +1,7 @@
 -- Every error, with its SQLSTATE and message.
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS bloomfilter;
+RESET client_min_messages;
 
 \getenv abs_srcdir PG_ABS_SRCDIR
 \i :abs_srcdir/sql/include/helpers.sql

@@ -1,7 +1,9 @@
 -- Filters written in format version 1 (bloomfilter 1.0 and 1.1) keep working next to the
 -- version 2 filters written now: same answers, on every storage path, and bloom_add keeps a
 -- filter's version. A union of the two versions is refused.
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS bloomfilter;
+RESET client_min_messages;
 
 \getenv abs_srcdir PG_ABS_SRCDIR
 \i :abs_srcdir/sql/include/helpers.sql

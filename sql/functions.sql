@@ -1,5 +1,7 @@
 -- Every function and overload, NULLs and empty inputs.
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS bloomfilter;
+RESET client_min_messages;
 
 -- bloom_empty: default error rate 1%, sized by the article's formulas.
 SELECT capacity, error_rate, bits, hashes, bytes, inserted, bits_set, fill, estimated_count,

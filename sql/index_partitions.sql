@@ -2,7 +2,9 @@
 -- value routes to, level by level while a level's partition key is that column, and every
 -- partition's index under a level partitioned by something else. The locks a check takes show
 -- which partitions' indexes it read.
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS bloomfilter;
+RESET client_min_messages;
 CREATE SCHEMA regress_routing;
 SET search_path = regress_routing, public;
 -- The answer, then the partitions' indexes the check read (locked until the transaction ends).

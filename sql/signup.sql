@@ -1,6 +1,8 @@
 -- The signup example (test/examples/signup.sql): check the filter, go to the unique index only
 -- when it says "probably present", insert. In a schema of its own.
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS bloomfilter;
+RESET client_min_messages;
 CREATE SCHEMA regress_signup;
 SET search_path = regress_signup, public;
 CREATE TABLE users (id bigserial PRIMARY KEY, email text NOT NULL UNIQUE);

@@ -1,6 +1,8 @@
 -- Every storage path gives the same answers: out of line uncompressed (slice reads), inline, and
 -- compressed; and batch checks of one stored filter.
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS bloomfilter;
+RESET client_min_messages;
 
 CREATE TABLE stored (id int PRIMARY KEY, kind text, f bloom);
 -- Out of line, uncompressed (STORAGE external, the type's default): about 120 KB.

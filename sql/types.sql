@@ -1,5 +1,7 @@
 -- The bloom type: text, binary and bytea forms, all the same portable bytes.
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS bloomfilter;
+RESET client_min_messages;
 
 CREATE TEMP TABLE t (id int, f bloom);
 INSERT INTO t VALUES
