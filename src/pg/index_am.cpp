@@ -518,12 +518,11 @@ void changed_pages(Relation index, XLogRecPtr since, ChangedPageUse use, void *a
     const IndexLayout &layout = index_layout(index);
     const uint64_t bits_bytes = layout.bits_bytes();
     uint8_t *copy = static_cast<uint8_t *>(palloc(layout.bytes_per_page));
-    // A temporary table's pages carry no WAL position: every page counts as changed. So does a
-    // page that has none (InvalidXLogRecPtr): under wal_level = minimal, an index given a new
-    // file in a transaction (TRUNCATE, REINDEX, VACUUM FULL) is written without WAL, and when
-    // the file is synced at commit rather than logged whole, its pages keep no position until
-    // their next logged change.
-    const bool local = RelationUsesLocalBuffers(index);
+    // A page with no WAL position (InvalidXLogRecPtr) counts as changed: a temporary table's
+    // pages never get one, and under wal_level = minimal an index given a new file in a
+    // transaction (TRUNCATE, REINDEX, VACUUM FULL) is written without WAL; when the file is
+    // synced at commit rather than logged whole, its pages keep none until their next logged
+    // change.
     for (uint32_t n = 0; n < layout.data_pages; n++) {
         CHECK_FOR_INTERRUPTS();
         const uint64_t begin = uint64_t(n) * layout.bytes_per_page;
@@ -532,7 +531,7 @@ void changed_pages(Relation index, XLogRecPtr since, ChangedPageUse use, void *a
         LockBuffer(buffer, BUFFER_LOCK_SHARE);
         Page page = checked_page(index, buffer);
         const XLogRecPtr lsn = PageGetLSN(page);
-        const bool changed = local || lsn > since || lsn == InvalidXLogRecPtr;
+        const bool changed = lsn > since || lsn == InvalidXLogRecPtr;
         if (changed) memcpy(copy, page_bits(page), length);
         UnlockReleaseBuffer(buffer);
         if (changed) use(arg, begin, copy, length);
