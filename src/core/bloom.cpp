@@ -280,6 +280,9 @@ constexpr VectorMultipliers kVectorMultipliers = [] {
 // operand is declared `__m512i __Y = __Y;`.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+// Loading the whole 4096-bit block into eight registers and picking the words by permutes
+// instead of the gather was no faster in core_bench on an AMD EPYC (Zen 5): 12.8 against 12.7 ns
+// per check of the 1.2 MB filter, and 11.0 against 9.8 with its blocks in cache.
 __attribute__((target("avx512f,avx512dq"))) bool avx512_block_check(const uint8_t *block, uint64_t h,
                                                                      uint32_t hashes, uint32_t block_log2) {
     const __m512i products = _mm512_mullo_epi64(_mm512_set1_epi64(int64_t(h)),
