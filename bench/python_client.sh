@@ -8,9 +8,9 @@
 # A round of lookups counts only if other work did not change it (see bench/python_client.py);
 # one more lookup runs with every CPU kept busy, for comparison.
 # Needs the extension installed, python3-xxhash and python3-psycopg. Knobs: BENCH_LOOKUP_SECONDS
-# (8, a pgbench run), BENCH_LOOKUP_ROUNDS (5 rounds that count), BENCH_ROUND_SPREAD (1.3, how
-# much slower than its best round the check may be in a round that counts),
-# BENCH_FOLLOWER_INSERTS (10000).
+# (8, a pgbench run), BENCH_LOOKUP_ROUNDS (5 rounds that count), BENCH_ROUND_SPREAD (1.3: where
+# the kernel gives no CPU pressure figures, how much slower than its best round the check may be
+# in a round that counts), BENCH_FOLLOWER_INSERTS (10000).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-/usr/bin/python3}
