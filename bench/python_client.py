@@ -18,8 +18,9 @@ than in the calmest round; rounds go on until BENCH_LOOKUP_ROUNDS count (at most
 many in all). A round is never left out for its Filter.contains time alone: on some VMs that
 time moves between two levels from round to round with no other work running, and counting
 only the faster rounds would raise the ratio. Where the kernel gives no pressure figures, the
-rounds whose check time is within ROUND_SPREAD of the best round's count instead. Where tasks waited for a CPU for BUSY_STALL of the counted rounds' time or more, or fewer
-than three rounds count, the figure is marked unreliable. After the rounds, one lookup and one
+rounds whose check time is within ROUND_SPREAD of the best round's count instead. Where tasks
+waited for a CPU for BUSY_STALL of the counted rounds' time or more, or fewer than three rounds
+count, the figure is marked unreliable. After the rounds, one lookup and one
 pass of checks run with every CPU kept busy by spinners at the lowest priority, for comparison.
 """
 
