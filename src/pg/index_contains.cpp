@@ -272,16 +272,16 @@ extern "C" Datum bloom_index_contains(PG_FUNCTION_ARGS) {
         // No row of the column's type can hold an integer out of its range.
         const bool in_range =
             check->expression || value_as_column(value, value_type, check->column_type, &column_value);
-        present = in_range &&
-                  partitions_contain(check, check->heap_oid, check->routable, check->index_oid, column_value, h);
         // Locking a partition's table or index takes in the invalidations other sessions sent
         // meanwhile: a partition attached since this transaction first locked the index can be
         // routed to and yet be missing from the partitions listed, which are then worked out
         // again and read again.
-        while (in_range && !present && !check->valid) {
+        present = false;
+        while (in_range) {
+            present = partitions_contain(check, check->heap_oid, check->routable, check->index_oid, column_value, h);
+            if (present || check->valid) break;
             check = index_check(index);
             check_partitions_indexed(index, check);
-            present = partitions_contain(check, check->heap_oid, check->routable, check->index_oid, column_value, h);
         }
     }
     index_close(index, NoLock);
