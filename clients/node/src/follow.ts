@@ -272,6 +272,7 @@ export class IndexFollower {
     let rows = 0, bytes = 0;
     try {
       if (this.client === null) await this.open();
+      if (this.backendPid === null) this.backendPid = (await this.query("SELECT pg_catalog.pg_backend_pid() AS pid", []))[0].pid;
       for (let i = 0; i < this.indexNames.length; i++) {
         const [r, b] = this.states[i] === null || this.lsns[i] === null ? await this.load(i) : await this.applyChanges(i);
         rows += r;
@@ -320,6 +321,7 @@ export class IndexFollower {
   private attach(client: FollowerClient): void {
     this.client = client;
     this.lost = false;
+    this.backendPid = null;
     // An error event with no listener would end the process: a dropped connection is expected.
     client.on("error", () => { if (this.client === client) this.lost = true; });
     client.on("end", () => { if (this.client === client) this.lost = true; });
@@ -333,7 +335,6 @@ export class IndexFollower {
     // The new connection may reach another server (a standby promoted after a failover), whose
     // WAL positions are not the old one's: every filter is read whole again.
     this.lsns = this.lsns.map(() => null);
-    this.backendPid = (await this.query("SELECT pg_catalog.pg_backend_pid() AS pid", []))[0].pid;
   }
 
   private async dropConnection(): Promise<void> {

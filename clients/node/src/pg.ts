@@ -38,8 +38,9 @@ export class BinaryResultsUnsupportedError extends Error {
 }
 
 const OID_QUERY = "SELECT pg_catalog.to_regtype($1)::oid AS oid";
-// Bytes that are no valid UTF-8: a driver that decodes binary results as text changes them.
-const PROBE_QUERY = "SELECT '\\x80ff00c3'::pg_catalog.bytea AS probe";
+// Bytes that are no valid UTF-8: a driver that decodes binary results as text changes them. (A
+// parameter, so that pg uses the extended protocol, where it asks for binary results.)
+const PROBE_QUERY = "SELECT $1::pg_catalog.bytea AS probe";
 const PROBE_BYTES = Buffer.from([0x80, 0xff, 0x00, 0xc3]);
 
 function isPool(target: PgClientLike | PgPoolLike): target is PgPoolLike {
@@ -56,7 +57,7 @@ async function lookUp(client: PgClientLike, schema?: string): Promise<PgRegistra
   }
   const raw = (value: Buffer) => value;
   const probe = await client.query({
-    text: PROBE_QUERY, binary: true,
+    text: PROBE_QUERY, values: [PROBE_BYTES], binary: true,
     types: { getTypeParser: (_oid: number, format?: string) => (format === "binary" ? raw : (v: unknown) => v) },
   });
   const bytes = probe.rows[0]?.probe;
