@@ -59,7 +59,7 @@ build/regress:
 $(OBJS): $(wildcard src/core/*.hpp src/pg/*.hpp)
 
 .PHONY: deps demo test deb dist meta-test unit-test regress-test regress-list tap-test python-test \
-        golden-vectors bench
+        node-test golden-vectors bench
 
 deps:
 	@test/bootstrap.sh
@@ -109,6 +109,11 @@ regress-list:
 python-test:
 	test/run-python.sh
 
+# The Node.js client (clients/node) against a throwaway cluster: needs nodejs and npm (npm ci
+# installs the package's dependencies from package-lock.json).
+node-test:
+	test/run-node.sh
+
 # The TAP tests in t/, on PostgreSQL's own framework (PostgreSQL::Test::Cluster), run with prove:
 # WAL and standby, load, dump and restore, crash recovery, limits, concurrent signups, several
 # nodes. Each starts its own clusters. TAP_TESTS="t/004_crash_recovery.pl ..." runs some of them;
@@ -126,10 +131,11 @@ test: all
 	$(MAKE) fuzz-smoke
 	$(MAKE) regress-test
 	$(MAKE) python-test
+	$(MAKE) node-test
 	@mkdir -p build
 	@{ test/run-tap.sh $(PROVE_FLAGS) 2>&1; echo $$? >build/tap.status; } | tee build/tap.log; exit $$(cat build/tap.status)
 	@echo "make test: passed: META.json, unit tests (plain and sanitized), fuzz smoke ($(words $(FUZZ_TARGETS)) targets)," \
-	  "pg_regress ($(words $(REGRESS)) files, fresh and upgraded from 1.0), Python client," \
+	  "pg_regress ($(words $(REGRESS)) files, fresh and upgraded from 1.0), Python client, Node.js client," \
 	  "TAP: $$(sed -n 's/^\(Files=[0-9]*, Tests=[0-9]*\),.*/\1/p' build/tap.log)"
 
 # META.json against the PGXN meta spec and the project's version, the checker's own self-test, and
