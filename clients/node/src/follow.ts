@@ -73,8 +73,10 @@ SELECT pg_catalog.quote_ident(a.attname) AS name, pg_catalog.format_type(a.attty
  WHERE i.indexrelid = $1::pg_catalog.oid AND a.attnum > 0 AND NOT a.attisdropped`;
 const CURRENT_LSN = `SELECT CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.pg_last_wal_replay_lsn()
   ELSE pg_catalog.pg_current_wal_insert_lsn() END::text AS lsn`;
-// The whole filter in rows of 64 KB, from one call of bloom_index_filter (the CTE is materialized).
-const CHUNK = 65536;
+// The whole filter in rows of 16 KB (32 KB of hex: small enough for V8's young generation), from one call of bloom_index_filter (the CTE is materialized),
+// fetched FETCH_ROWS rows at a time.
+const CHUNK = 16384;
+const FETCH_ROWS = 8;
 const LOAD = `
 WITH f AS MATERIALIZED (SELECT bloom_index_filter($1::pg_catalog.oid::pg_catalog.regclass)::pg_catalog.bytea AS f)
 SELECT pg_catalog.substring(f.f, s.i::pg_catalog.int4, ${CHUNK}) AS bytes
@@ -290,6 +292,13 @@ export class IndexFollower {
     this.lastError = null;
   }
 
+  /** Reads every filter whole again (as after a reconnection), then refreshes as usual. */
+  async reload(): Promise<void> {
+    while (this.running !== null) await this.running.catch(() => undefined);
+    this.lsns = this.lsns.map(() => null);
+    await this.refresh();
+  }
+
   /** Starts the timer: a refresh starts every `interval` ms however long the last took. */
   start(): void {
     if (this.timer !== null || this.closed) return;
@@ -397,13 +406,27 @@ export class IndexFollower {
   private async load(i: number): Promise<[number, number]> {
     const described = await this.describe(i);
     const lsn: string = (await this.query(CURRENT_LSN, []))[0].lsn;
-    const rows = await this.query(LOAD, [described.oid]);
-    const chunks: Buffer[] = rows.map((row) => row.bytes);
+    // Through a cursor, a few rows per round trip: the event loop runs between them, where one
+    // result of 2.4 MB of hex would be decoded in one go.
+    const chunks: Buffer[] = [];
+    await this.query("BEGIN", []);
+    try {
+      await this.query(`DECLARE bloom_follower_load NO SCROLL CURSOR FOR ${LOAD}`, [described.oid]);
+      for (;;) {
+        const rows = await this.query(`FETCH ${FETCH_ROWS} FROM bloom_follower_load`, []);
+        for (const row of rows) chunks.push(row.bytes);
+        if (rows.length < FETCH_ROWS) break;
+      }
+      await this.query("COMMIT", []);
+    } catch (error) {
+      await this.client?.query({ text: "ROLLBACK" }).catch(() => undefined);
+      throw error;
+    }
     const filter = Filter.fromBytes(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
     this.states[i] = { ...described, filter };
     this.lsns[i] = lsn;
     this.reloads += 1;
-    return [rows.length, filter.byteLength];
+    return [chunks.length, filter.byteLength];
   }
 
   private async applyChanges(i: number): Promise<[number, number]> {
