@@ -14,7 +14,9 @@
 #   f) the distributed build over three nodes against one node, and the bytes moved
 #      (t/007_multinode.pl with MULTINODE_BENCH=1);
 #   g) the Python client: its local check against the SQL point lookup, the follower's lag and
-#      the cost of a refresh when nothing changed (bench/python_client.sh).
+#      the cost of a refresh when nothing changed (bench/python_client.sh);
+#   h) the Node.js client: Filter.contains against bloom_index_contains through pg, the follower's
+#      lag and the longest event-loop stall during a reload (bench/node_client.sh).
 # Then a summary: what / measured / target / PASS or MISS.
 #
 # Needs the extension built and installed (make bench does both). It sets up its data on a
@@ -462,6 +464,17 @@ while IFS='|' read -r what measured target _; do
   # shellcheck disable=SC2086
   if [ "$target" = "-" ] || [ -z "$target" ]; then row "g) $what" "$measured"; else row "g) $what" "$measured" $target; fi
 done < "$BUILD_DIR/python.rows"
+
+# ---------------------------------------------------------------------------------------------
+section "h) the Node.js client: checks in the application (bench/node_client.sh)"
+: > "$BUILD_DIR/node.rows"
+NODE_CLIENT_SUMMARY_FILE="$BUILD_DIR/node.rows" bench/node_client.sh > "$BUILD_DIR/node.log" 2>&1 \
+  || { tail -40 "$BUILD_DIR/node.log"; fail "bench/node_client.sh failed"; }
+grep -v '|' "$BUILD_DIR/node.log" || true
+while IFS='|' read -r what measured target _; do
+  # shellcheck disable=SC2086
+  if [ "$target" = "-" ] || [ -z "$target" ]; then row "h) $what" "$measured"; else row "h) $what" "$measured" $target; fi
+done < "$BUILD_DIR/node.rows"
 
 # ---------------------------------------------------------------------------------------------
 section "summary ($(( $(date +%s) - started_at )) s, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end)"
