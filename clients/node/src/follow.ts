@@ -273,6 +273,8 @@ export class IndexFollower {
     const started = now();
     let rows = 0, bytes = 0;
     try {
+      // A connection that reported an error or its end: a new one now, not one failed query later.
+      if (this.client !== null && this.lost) await this.dropConnection();
       if (this.client === null) await this.open();
       if (this.backendPid === null) this.backendPid = (await this.query("SELECT pg_catalog.pg_backend_pid() AS pid", []))[0].pid;
       for (let i = 0; i < this.indexNames.length; i++) {
