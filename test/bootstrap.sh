@@ -25,8 +25,9 @@ wanted=(
   sqlsmith                 # make fuzz
   python3-xxhash python3-psycopg python3-psycopg2 python3-pytest  # the Python client's tests
 )
-# The Node.js client's tests: Debian's nodejs and npm, unless a Node.js with npm is installed.
-command -v node >/dev/null && command -v npm >/dev/null || wanted+=(nodejs npm)
+# The Node.js client's tests: Debian's nodejs and npm (and the CA certificates npm ci needs to
+# reach the registry), unless a Node.js with npm is installed.
+command -v node >/dev/null && command -v npm >/dev/null || wanted+=(nodejs npm ca-certificates)
 if [ "${1:-}" = deb ]; then
   versions=$(dpkg-query -W -f='${Package} ${Status}\n' 'postgresql-server-dev-[0-9]*' 2>/dev/null |
              awk '/install ok installed/ { sub("postgresql-server-dev-", "", $1); print $1 }')
