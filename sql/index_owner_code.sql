@@ -2,18 +2,18 @@
 -- with the caller's rights: not while working out what the check needs (the relcache's copies of
 -- an index's expressions are constant-folded as whoever loads them, which runs an IMMUTABLE
 -- function called with constant arguments), and never before the caller's privileges are
--- checked. Each call is made in a fresh session, whose relcache has loaded nothing yet.
+-- checked. Each call is made in a fresh session, whose relcache has loaded nothing yet (SET ROLE
+-- loads none of it).
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS bloomfilter;
 DROP SCHEMA IF EXISTS regress_bloom_oc CASCADE;
 DROP ROLE IF EXISTS regress_bloom_oc_owner;
 DROP ROLE IF EXISTS regress_bloom_oc_reader;
 RESET client_min_messages;
-CREATE ROLE regress_bloom_oc_owner LOGIN;
-CREATE ROLE regress_bloom_oc_reader LOGIN;
+CREATE ROLE regress_bloom_oc_owner;
+CREATE ROLE regress_bloom_oc_reader;
 CREATE SCHEMA regress_bloom_oc AUTHORIZATION regress_bloom_oc_owner;
 GRANT USAGE ON SCHEMA regress_bloom_oc TO regress_bloom_oc_reader;
-SELECT current_database() AS original_database, current_user AS original_user \gset
 
 SET ROLE regress_bloom_oc_owner;
 SET search_path = regress_bloom_oc, public;
@@ -58,32 +58,40 @@ SELECT bloom_index_verify('regress_bloom_oc.mails_pred') AS pred_rows;
 
 -- A role without SELECT on the table: refused before anything of the owner's runs.
 \set VERBOSITY sqlstate
-\c - regress_bloom_oc_reader
+\c
+SET ROLE regress_bloom_oc_reader;
 SELECT bloom_index_contains('regress_bloom_oc.mails_expr', 'user7@mail.com');
-\c - regress_bloom_oc_reader
+\c
+SET ROLE regress_bloom_oc_reader;
 SELECT bloom_index_contains('regress_bloom_oc.mails_pred', 'user7@mail.com');
-\c - regress_bloom_oc_reader
+\c
+SET ROLE regress_bloom_oc_reader;
 SELECT bloom_index_filter('regress_bloom_oc.mails_expr');
-\c - regress_bloom_oc_reader
+\c
+SET ROLE regress_bloom_oc_reader;
 SELECT bloom_index_changes('regress_bloom_oc.mails_pred', '0/0');
-\c - regress_bloom_oc_reader
+\c
+SET ROLE regress_bloom_oc_reader;
 SELECT capacity FROM bloom_index_info('regress_bloom_oc.mails_expr');
-\c - regress_bloom_oc_reader
+\c
+SET ROLE regress_bloom_oc_reader;
 SELECT bloom_index_verify('regress_bloom_oc.mails_pred');
 -- Without USAGE on the table's schema, the index's OID alone reaches nothing, even with SELECT.
-\c :original_database :original_user
+\c
 GRANT SELECT ON regress_bloom_oc.mails TO regress_bloom_oc_reader;
 SELECT 'regress_bloom_oc.mails_pred'::regclass::oid AS pred_oid \gset
 REVOKE USAGE ON SCHEMA regress_bloom_oc FROM regress_bloom_oc_reader;
-\c - regress_bloom_oc_reader
+\c
+SET ROLE regress_bloom_oc_reader;
 SELECT bloom_index_contains(:pred_oid, 'user7@mail.com');
 SELECT bloom_index_verify(:pred_oid);
-\c :original_database :original_user
+\c
 GRANT USAGE ON SCHEMA regress_bloom_oc TO regress_bloom_oc_reader;
-\c - regress_bloom_oc_reader
+\c
+SET ROLE regress_bloom_oc_reader;
 \set VERBOSITY default
 SELECT bloom_index_contains(:pred_oid, 'user7@mail.com') AS with_usage;
-\c :original_database :original_user
+\c
 
 -- A domain's values are checked as its base type's, plain and through an expression, on a
 -- partitioned table routed by the domain column too.
