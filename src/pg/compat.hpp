@@ -18,6 +18,8 @@ extern "C" {
 
 extern "C" {
 #include "access/toast_internals.h"
+#include "catalog/pg_namespace.h"
+#include "utils/acl.h"
 #include "utils/guc.h"
 }
 
@@ -43,6 +45,15 @@ inline void restrict_search_path() {
 #else
     set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
                       GUC_ACTION_SAVE, true, 0, false);
+#endif
+}
+
+// A role's privilege on a schema: object_aclcheck from 16 on.
+inline AclResult schema_aclcheck(Oid schema, Oid role, AclMode mode) {
+#if PG_VERSION_NUM >= 160000
+    return object_aclcheck(NamespaceRelationId, schema, role, mode);
+#else
+    return pg_namespace_aclcheck(schema, role, mode);
 #endif
 }
 }  // namespace bloomfilter

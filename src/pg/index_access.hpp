@@ -55,6 +55,9 @@ void check_valid(Relation index);
 void check_partitions_indexed(Relation index, const IndexCheck *check);
 // What a check needs of the index, kept in this backend until the index or its table changes.
 IndexCheck *index_check(Relation index);
+// The index's expressions (Anum_pg_index_indexprs) or predicate (Anum_pg_index_indpred) as
+// stored in pg_index, unplanned, or null.
+Node *stored_index_expression(Relation index, AttrNumber attribute);
 // Errors unless the caller may learn what the index holds (42501).
 void check_may_read(Relation index, const IndexCheck *check, const char *function);
 

@@ -13,6 +13,8 @@ extern "C" {
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/partcache.h"
+#include "storage/lmgr.h"
+#include "utils/inval.h"
 }
 
 using namespace bloomfilter;
@@ -102,10 +104,14 @@ class LeafBatch {
 public:
     // Opens a leaf and locates the key's block; a leaf whose blocks span pages is checked at
     // once. Returns false when that check found the key.
-    bool add(Oid index_oid, KeyHash h) {
-        // A partition dropped since the partitions were listed holds no rows any more.
+    bool add(Oid index_oid, Oid table_oid, KeyHash h) {
+        // The partition's table before its index, as for the index checked (see
+        // open_bloomfilter_index). A partition dropped since the partitions were listed holds no
+        // rows any more: its lock is taken on an OID with nothing behind it.
+        LockRelationOid(table_oid, AccessShareLock);
         Relation leaf = try_relation_open(index_oid, AccessShareLock);
         if (leaf == nullptr) return true;
+        Assert(CheckRelationOidLockedByMe(table_oid, AccessShareLock, true));
         check_valid(leaf);
         Buffer buffer;
         const uint8_t *block = index_locate_block(leaf, h, &buffer);
@@ -123,7 +129,7 @@ public:
     // earlier one, may hold the key.
     bool check(KeyHash h) {
         for (int i = 0; i < count_; i++) {
-            found_ = found_ || index_block_contains(leaves_[i].index, leaves_[i].block, h);
+            found_ = found_ || index_block_contains(leaves_[i].index, leaves_[i].buffer, leaves_[i].block, h);
             ReleaseBuffer(leaves_[i].buffer);
             index_close(leaves_[i].index, NoLock);
         }
@@ -166,7 +172,7 @@ bool partitions_contain(const IndexCheck *check, Oid table, bool routable, Oid i
             visited = true;
             bool present = false;
             if (part->leaf) {
-                present = !batch.add(part->index, h) || (batch.full() && batch.check(h));
+                present = !batch.add(part->index, part->table, h) || (batch.full() && batch.check(h));
             } else {
                 present = batch.check(h) || partitions_contain(check, part->table, part->routable, part->index,
                                                                column_value, h);
@@ -193,6 +199,10 @@ extern "C" Datum bloom_index_contains(PG_FUNCTION_ARGS) {
     const Datum value = PG_GETARG_DATUM(1);
     const Oid value_type = get_fn_expr_argtype(fcinfo->flinfo, 1);
     Relation index = open_bloomfilter_index(index_oid);
+    // A partitioned table's partitions as a SELECT on it in this statement would see them: opening
+    // a table by name takes in other sessions' invalidations even under a lock already held (an
+    // ATTACH PARTITION takes a lock that does not conflict with this transaction's).
+    if (index->rd_rel->relkind == RELKIND_PARTITIONED_INDEX) AcceptInvalidationMessages();
     IndexCheck *check = index_check(index);
     check_may_read(index, check, "bloom_index_contains");
     check_partitions_indexed(index, check);
