@@ -2,7 +2,9 @@
 # on a table partitioned by another column and on one partitioned by the indexed column) to a
 # new cluster of the same major version, once copying the files and once linking them. On the
 # new cluster: the indexes are valid, their filters byte for byte those of the old cluster,
-# every row's key is found, they take new rows and find them, and a follower's copy of a filter
+# every row's key is found (by bloom_index_contains, and by bloom_index_verify, which reads the
+# table and fails naming the first row whose key is missing), they take new rows and find them,
+# and a follower's copy of a filter
 # taken on the old cluster is brought up to date by bloom_index_changes after a WAL position of
 # the old cluster.
 use strict;
@@ -67,6 +69,12 @@ UNION ALL
 SELECT 'users_lower_bloom', count(*), count(*) FILTER (WHERE NOT bloom_index_contains('users_lower_bloom', upper(email))) FROM users
 ORDER BY 1};
 
+# bloom_index_verify of each index: the rows it checked (an error, XX002, for a missing key).
+my $verify_sql = q{
+SELECT bloom_index_verify('accounts_name_bloom'), bloom_index_verify('events_key_bloom'),
+       bloom_index_verify('users_active_bloom'), bloom_index_verify('users_email_bloom'),
+       bloom_index_verify('users_lower_bloom')};
+
 # Every bloomfilter index (partitions' included): whether it is valid, and for those with a
 # filter of their own, its length and md5.
 my $indexes_sql = q{
@@ -92,6 +100,8 @@ for my $mode (sort keys %modes) {
 	$old->safe_psql('postgres', $schema);
 	is($old->safe_psql('postgres', $missing_sql), join("\n", @expected_missing),
 		"$mode: old cluster: every row's key found (index|rows|missing)");
+	is($old->safe_psql('postgres', $verify_sql), '20000|20000|13334|20000|20000',
+		"$mode: old cluster: bloom_index_verify checks every row of each index");
 	my $old_indexes = $old->safe_psql('postgres', $indexes_sql);
 	is(scalar(() = $old_indexes =~ /^\w+\|t\|/mg), 11, "$mode: old cluster: 11 valid bloomfilter indexes");
 	$old->stop;
@@ -115,6 +125,8 @@ for my $mode (sort keys %modes) {
 		"$mode: new cluster: the same indexes, valid, their filters byte for byte the old ones");
 	is($new->safe_psql('postgres', $missing_sql), join("\n", @expected_missing),
 		"$mode: new cluster: every row's key found (index|rows|missing)");
+	is($new->safe_psql('postgres', $verify_sql), '20000|20000|13334|20000|20000',
+		"$mode: new cluster: bloom_index_verify finds no missing key");
 
 	$new->safe_psql('postgres', q{
 		INSERT INTO users VALUES (100001, 'Upgraded@Mail.com', true), (100002, 'Inactive@Mail.com', false);
@@ -134,6 +146,8 @@ for my $mode (sort keys %modes) {
 		join("\n", 'accounts_name_bloom|20030|0', 'events_key_bloom|20003|0', 'users_active_bloom|13335|0',
 			'users_email_bloom|20002|0', 'users_lower_bloom|20002|0'),
 		"$mode: new cluster: every row's key found after the inserts (index|rows|missing)");
+	is($new->safe_psql('postgres', $verify_sql), '20030|20003|13335|20002|20002',
+		"$mode: new cluster: bloom_index_verify finds no missing key after the inserts");
 	is($new->safe_psql('postgres', q{
 		SELECT bloom_contains(refreshed_copy(), 'Upgraded@Mail.com'::text), refreshed_copy() = bloom_index_filter('users_email_bloom'),
 		       (SELECT filter FROM follower)::bloom = bloom_index_filter('users_email_bloom')}),
