@@ -19,6 +19,7 @@ extern "C" {
 extern "C" {
 #include "access/toast_internals.h"
 #include "catalog/pg_namespace.h"
+#include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/guc.h"
 }
@@ -45,6 +46,15 @@ inline void restrict_search_path() {
 #else
     set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
                       GUC_ACTION_SAVE, true, 0, false);
+#endif
+}
+
+// This backend's local transaction id: in MyProc->vxid from 17 on.
+inline LocalTransactionId local_transaction_id() {
+#if PG_VERSION_NUM >= 170000
+    return MyProc->vxid.lxid;
+#else
+    return MyProc->lxid;
 #endif
 }
 

@@ -57,8 +57,8 @@ void check_partitions_indexed(Relation index, const IndexCheck *check) {
 // INDEX and DETACH PARTITION CONCURRENTLY wait for the lockers of the table before they stop
 // maintaining an index, so an index read in this transaction stays maintained until it ends, and
 // the first lock of the table in a transaction takes in the invalidations sent before it.
-Relation open_bloomfilter_index(Oid index_oid) {
-    const Oid heap_oid = IndexGetRelation(index_oid, true);
+Relation open_bloomfilter_index(Oid index_oid, Oid heap_oid) {
+    if (!OidIsValid(heap_oid)) heap_oid = IndexGetRelation(index_oid, true);
     if (OidIsValid(heap_oid)) LockRelationOid(heap_oid, AccessShareLock);
     Relation index = try_relation_open(index_oid, AccessShareLock);
     if (index == nullptr)

@@ -46,9 +46,9 @@ struct PartIndex {
     bool routable;  // a partitioned table, partitioned by the indexed column alone
 };
 
-// Opens a bloomfilter index (AccessShareLock) that answers: 42809 if it is not a bloomfilter
-// index, 55000 if it may miss keys.
-Relation open_bloomfilter_index(Oid index_oid);
+// Opens a bloomfilter index (AccessShareLock, its table's first) that answers: 42809 if it is not
+// a bloomfilter index, 55000 if it may miss keys. `heap_oid`: its table, when known already.
+Relation open_bloomfilter_index(Oid index_oid, Oid heap_oid = InvalidOid);
 // Errors with 55000 when an index may miss keys.
 void check_valid(Relation index);
 // Errors with 55000 when a partitioned index may miss keys: a partition has no index under it.
