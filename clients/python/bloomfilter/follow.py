@@ -61,6 +61,13 @@ _KEY_TYPES = {
 }
 
 
+def _text(value):
+    """A text column's value as str: psycopg returns text as bytes on a SQL_ASCII database."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("utf-8", "surrogateescape")
+    return value
+
+
 class UnsupportedIndexError(ValueError):
     """The index's key is an expression the follower cannot apply in Python."""
 
@@ -280,13 +287,15 @@ class IndexFollower:
         if not rows:
             raise LookupError("index %s not found" % self.index_name)
         oid, is_expression, definition, key_type, access_method, ctype = rows[0]
+        definition, key_type, access_method, ctype = map(
+            _text, (definition, key_type, access_method, ctype))
         if access_method != "bloomfilter":
             raise UnsupportedIndexError("%s is not a bloomfilter index (it uses %s)"
                                         % (self.index_name, access_method))
         key_type = _KEY_TYPES.get(key_type)
         if not is_expression:
             return oid, key_type, None
-        columns = dict(self._query(_COLUMNS, [oid]))
+        columns = {_text(name): _text(type_) for name, type_ in self._query(_COLUMNS, [oid])}
         match = re.fullmatch(r"lower\((.+?)(?:::text)?\)", definition)
         column = match.group(1) if match else None
         if column not in columns or columns[column] not in ("text", "character varying"):
@@ -318,7 +327,7 @@ class IndexFollower:
         (data,), = self._query(_LOAD, [oid])
         self.last_rows, self.last_bytes = 1, len(data)
         self._state = (Filter.from_bytes(bytes(data)), key_type, transform)
-        self._oid, self._lsn = oid, lsn
+        self._oid, self._lsn = oid, _text(lsn)
         self.reloads += 1
 
     def _apply_changes(self):
@@ -340,4 +349,4 @@ class IndexFollower:
         data[:HEADER_BYTES] = header
         for _, offset, page, _ in rows[1:]:
             data[offset:offset + len(page)] = page
-        self._lsn = next_lsn
+        self._lsn = _text(next_lsn)
