@@ -15,12 +15,24 @@ of the last successful refresh is found; `lag` says how long ago that was.
 It works with a psycopg (3) or psycopg2 connection, or a conninfo string, and needs only
 SELECT on the indexed column (as bloom_index_contains does). It sets autocommit on the
 connection, which it uses from its own thread: give it a connection of its own.
+
+An answer "absent" is never older than `max_lag` seconds when one is given: past it, contains()
+answers True ("maybe: ask the database"), is_fresh() is False, and one warning is logged
+(logger "bloomfilter.follow") until a refresh succeeds again.
+
+Forking servers (gunicorn --preload, uWSGI, Celery prefork, multiprocessing with fork): a
+follower made before the fork keeps working in every child. The child drops the parent's
+connection without closing it (that would end the parent's session), opens its own at its next
+refresh (reading the filter whole) and starts its own background thread if the parent had one.
 """
 
+import logging
+import os
 import re
 import threading
 import time
 import uuid
+import weakref
 
 from ._core import HEADER_BYTES, Filter, key_bytes
 
@@ -66,6 +78,27 @@ def _text(value):
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).decode("utf-8", "surrogateescape")
     return value
+
+
+_log = logging.getLogger("bloomfilter.follow")
+
+# Followers alive in this process, set up again in a forked child; the parent's connections a
+# child inherited, never used nor closed there (psycopg2 would end the parent's session when one
+# is garbage-collected).
+_followers = weakref.WeakSet()
+_inherited = []
+
+
+def _after_fork_in_child():
+    for follower in list(_followers):
+        try:
+            follower._after_fork()
+        except Exception:  # an at-fork hook cannot raise; the follower's lag says it is stale
+            _log.exception("follower of %s: could not restart after fork", follower.index_name)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class UnsupportedIndexError(ValueError):
@@ -115,10 +148,11 @@ class IndexFollower:
     a function returning a new connection; after a dropped connection the follower opens a new
     one the same way. index_name: the index, as in SQL (schema-qualified or through the
     search_path). interval: seconds between refreshes of the background thread; background=False
-    for none (call refresh() yourself).
+    for none (call refresh() yourself). max_lag: seconds; once the last successful refresh is
+    older, contains() answers True (None: no bound).
     """
 
-    def __init__(self, conn, index_name, interval=0.1, background=True):
+    def __init__(self, conn, index_name, interval=0.1, background=True, max_lag=None):
         if callable(conn) and not hasattr(conn, "cursor"):
             self._connect, self._conn = conn, None
         elif isinstance(conn, str):
@@ -127,6 +161,9 @@ class IndexFollower:
             self._connect, self._conn = _reconnector(conn), conn
         self.index_name = index_name
         self.interval = interval
+        self.max_lag = max_lag
+        self._stale_warned = False
+        self._closed = False
         # (filter, key type, key transform) of the index, replaced as one by a reload, so that
         # contains() never pairs a filter with another index's key rules.
         self._state = None
@@ -147,6 +184,7 @@ class IndexFollower:
         if self._conn is not None:
             self._prepare_connection()
         self.refresh()
+        _followers.add(self)
         if background:
             self.start()
 
@@ -165,6 +203,9 @@ class IndexFollower:
             if not (key_type is bytes and isinstance(key, (bytearray, memoryview))):
                 raise TypeError("index %s has keys of type %s, not %s" % (
                     self.index_name, key_type.__name__, type(key).__name__))
+        if self.max_lag is not None and time.monotonic() - self._refreshed_at > self.max_lag:
+            self._stale()
+            return True
         return f.contains(key)
 
     __contains__ = contains
@@ -179,6 +220,19 @@ class IndexFollower:
         """Seconds since the start of the last successful refresh: an answer "absent" is as of
         then."""
         return time.monotonic() - self._refreshed_at
+
+    def is_fresh(self, max_lag=None):
+        """True when the copy is at most max_lag seconds old (the follower's max_lag if not
+        given; with neither, True): contains() then answers from the copy."""
+        bound = self.max_lag if max_lag is None else max_lag
+        return bound is None or self.lag <= bound
+
+    def _stale(self):
+        if not self._stale_warned:
+            self._stale_warned = True
+            _log.warning("follower of %s: last refresh %.1f s ago, more than max_lag=%s s (%s); "
+                         "contains() answers True until a refresh succeeds", self.index_name,
+                         self.lag, self.max_lag, self.last_error or "no refresh since")
 
     # -- keeping current ------------------------------------------------------------------
 
@@ -202,6 +256,9 @@ class IndexFollower:
             self._refreshed_at = started
             self.refreshes += 1
             self.last_error = None
+            if self._stale_warned:
+                self._stale_warned = False
+                _log.warning("follower of %s: fresh again", self.index_name)
 
     def start(self):
         """Starts the background thread (refreshing every `interval` seconds)."""
@@ -213,6 +270,7 @@ class IndexFollower:
 
     def close(self):
         """Stops the background thread and closes the connection the follower opened or was given."""
+        self._closed = True
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
@@ -225,6 +283,21 @@ class IndexFollower:
 
     def __exit__(self, *exc):
         self.close()
+
+    def _after_fork(self):
+        # In a forked child: the parent's lock may have been held by its thread, which does not
+        # exist here, and its connection is the parent's session.
+        running = self._thread is not None and not self._closed
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = None
+        if self._conn is not None:
+            _inherited.append(self._conn)
+            self._conn = None
+        self._lsn = None
+        self.backend_pid = None
+        if running:
+            self.start()
 
     def _run(self):
         # A fixed rate: a refresh starts every `interval` seconds however long the last took.
