@@ -6,8 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-/usr/bin/python3}
 missing=()
-for module in xxhash psycopg psycopg2 pytest gunicorn; do
-  "$PYTHON" -c "import $module" 2>/dev/null || missing+=("python3-$module")
+for module in xxhash psycopg psycopg_pool psycopg2 pytest gunicorn; do
+  "$PYTHON" -c "import $module" 2>/dev/null || missing+=("python3-${module//_/-}")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "missing Debian packages: ${missing[*]} (apt-get install -y ${missing[*]})" >&2
