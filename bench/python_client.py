@@ -133,7 +133,7 @@ def lookups(conn):
     found = sum(map(f.contains, keys))
     print("\n== point lookup: Filter.contains in Python against SQL through pgbench -M prepared, 1 client, "
           "Unix socket (%s), rounds until %d count" % (os.environ["PGHOST"], ROUNDS))
-    print("filter: %s, %d bytes (the index's filter has the same keys and parameters)" % (f, len(f)))
+    print("filter: %s, %d bytes (the index's filter has the same keys and parameters)" % (f, f.nbytes))
     print("keys: the text of n, n random in [0, 2000000), present for n < 1000000; Filter.contains: "
           "%d distinct keys (%d found: %.1f%%) checked in whole passes for %g s a round; SQL: pgbench "
           "draws n afresh for each transaction, %g s a query a round" % (len(keys), found, 100.0 * found / len(keys),
