@@ -231,6 +231,7 @@ class IndexFollower:
         self.max_lag = max_lag
         self._stale_warned = False
         self._closed = False
+        self._pid = os.getpid()
         # (filter, key type, key transform) of the index, replaced as one by a reload, so that
         # contains() never pairs a filter with another index's key rules.
         self._state = None
@@ -290,6 +291,11 @@ class IndexFollower:
         return bound is None or self.lag <= bound
 
     def _stale(self):
+        # A child forked where Python's at-fork handlers did not run (uWSGI without
+        # py-call-osafterfork forks from C) has neither thread nor connection of its own: the
+        # first stale answer there sets the follower up again.
+        if getattr(self, "_pid", None) not in (None, os.getpid()):
+            self._after_fork()
         if not self._stale_warned:
             self._stale_warned = True
             _log.warning("follower of %s: last refresh %.1f s ago, more than max_lag=%s s (%s); "
@@ -358,6 +364,7 @@ class IndexFollower:
             self._conn = None
         self._lsn = None
         self.backend_pid = None
+        self._pid = os.getpid()
         if running:
             self.start()
 
