@@ -130,14 +130,15 @@ def test_reconnects_and_follows_reindex(conn, dsn, driver):
     asyncio.run(main())
 
 
-@pytest.mark.parametrize("driver", ["psycopg", "asyncpg"])
+@pytest.mark.parametrize("driver", ["psycopg", "asyncpg", "conninfo"])
 def test_lower_expression_on_sql_ascii(ascii_dsn, driver):
     with psycopg.connect(ascii_dsn, autocommit=True) as c:
         table, index = make_table(c, "lower(email)")
         c.execute("INSERT INTO %s (email) SELECT 'User' || i || '@Mail.com' FROM generate_series(1, 1000) i" % table)
 
         async def main():
-            async with AsyncIndexFollower(await connector(driver, ascii_dsn)(), index,
+            conn = ascii_dsn if driver == "conninfo" else await connector(driver, ascii_dsn)()
+            async with AsyncIndexFollower(conn, index,
                                           interval=INTERVAL, max_lag=5) as follower:
                 assert all(follower.contains("USER%d@MAIL.COM" % i) for i in range(1, 1001))
                 assert sum(follower.contains("ghost%d@mail.com" % i) for i in range(1000)) < 50
