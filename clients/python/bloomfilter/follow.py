@@ -87,6 +87,7 @@ _log = logging.getLogger("bloomfilter.follow")
 # is garbage-collected).
 _followers = weakref.WeakSet()
 _inherited = []
+_restart_lock = threading.Lock()
 
 
 def _after_fork_in_child():
@@ -295,7 +296,9 @@ class IndexFollower:
         # py-call-osafterfork forks from C) has neither thread nor connection of its own: the
         # first stale answer there sets the follower up again.
         if getattr(self, "_pid", None) not in (None, os.getpid()):
-            self._after_fork()
+            with _restart_lock:  # taken in such a child only, so never held across a fork
+                if self._pid != os.getpid():
+                    self._after_fork()
         if not self._stale_warned:
             self._stale_warned = True
             _log.warning("follower of %s: last refresh %.1f s ago, more than max_lag=%s s (%s); "
