@@ -113,8 +113,8 @@ isolation-test:
 regress-list:
 	@echo $(REGRESS)
 
-# The Python client (clients/python) against a throwaway cluster: needs python3-xxhash,
-# python3-psycopg, python3-psycopg2 and python3-pytest.
+# The Python client (clients/python) against a throwaway cluster and clusters of its own: needs
+# the python3-* packages and gunicorn that test/bootstrap.sh installs for it.
 python-test:
 	test/run-python.sh
 
