@@ -45,7 +45,10 @@ _CURRENT_LSN = ("SELECT CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog
 # index, the expression, the column it reads and the collation it lowers with.
 _DESCRIBE = """
 SELECT i.indexrelid::oid, i.indkey[0] = 0, pg_catalog.pg_get_indexdef(i.indexrelid, 1, true),
-       pg_catalog.format_type(ia.atttypid, NULL), am.amname,
+       -- A domain's keys are its base type's.
+       (WITH RECURSIVE b AS (SELECT t.oid, t.typbasetype FROM pg_catalog.pg_type t WHERE t.oid = ia.atttypid
+                UNION ALL SELECT t.oid, t.typbasetype FROM pg_catalog.pg_type t JOIN b ON t.oid = b.typbasetype)
+        SELECT pg_catalog.format_type(b.oid, NULL) FROM b WHERE b.typbasetype = 0), am.amname,
        CASE WHEN co.oid IS NOT NULL
             THEN CASE co.collprovider WHEN 'i' THEN co.colliculocale ELSE co.collctype END
             ELSE CASE d.datlocprovider WHEN 'i' THEN d.daticulocale ELSE d.datctype END END
@@ -59,7 +62,10 @@ SELECT i.indexrelid::oid, i.indkey[0] = 0, pg_catalog.pg_get_indexdef(i.indexrel
  WHERE i.indexrelid = %s::text::regclass
 """
 _COLUMNS = """
-SELECT pg_catalog.quote_ident(a.attname), pg_catalog.format_type(a.atttypid, NULL)
+SELECT pg_catalog.quote_ident(a.attname),
+       (WITH RECURSIVE b AS (SELECT t.oid, t.typbasetype FROM pg_catalog.pg_type t WHERE t.oid = a.atttypid
+                UNION ALL SELECT t.oid, t.typbasetype FROM pg_catalog.pg_type t JOIN b ON t.oid = b.typbasetype)
+        SELECT pg_catalog.format_type(b.oid, NULL) FROM b WHERE b.typbasetype = 0)
   FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_index i ON a.attrelid = i.indrelid
  WHERE i.indexrelid = %s::oid AND a.attnum > 0 AND NOT a.attisdropped
 """
