@@ -1,6 +1,6 @@
 // Serialization of the aggregate states, for parallel plans: bloom_agg_serialfn and
 // bloom_agg_deserialfn.
-#include "agg_state.hpp"
+#include "agg_spill.hpp"
 
 using namespace bloomfilter;
 
@@ -50,14 +50,24 @@ extern "C" Datum bloom_agg_serialfn(PG_FUNCTION_ARGS) {
     if (state->auto_sized) {
         // Drop repeats first only when the sketch says there are enough of them to matter: a
         // mostly distinct input is sent as it is, and the leader counts distinct hashes anyway.
-        // A state too large to send is deduplicated anyway before giving up.
-        if (state->held > 0 &&
-            (repeats_enough(state) ||
-             !serialized_size_fits(VARHDRSZ + kSerialAutoFixed + state->held * kHeldHashBytes)))
-            deduplicate_all(state, false);
-        size = VARHDRSZ + kSerialAutoFixed + state->held * kHeldHashBytes;
+        // A state too large to send is deduplicated anyway before giving up. A spilled state
+        // sends its distinct hashes, merged from its runs.
+        uint32_t spilled_counts[kBuckets];
+        const bool spilled = state->spill != nullptr;
+        uint64_t count;
+        if (spilled) {
+            count = spill_finish(state, spilled_counts);
+        } else {
+            if (state->held > 0 &&
+                (repeats_enough(state) ||
+                 !serialized_size_fits(VARHDRSZ + kSerialAutoFixed + state->held * kHeldHashBytes)))
+                deduplicate_all(state, false);
+            count = state->held;
+        }
+        size = VARHDRSZ + kSerialAutoFixed + count * kHeldHashBytes;
         check_serialized_size(size);
-        result = static_cast<bytea *>(palloc_extended(size, MCXT_ALLOC_HUGE));
+        // One spare byte: a spilled hash is stored as 8 bytes, the next one overwriting the 8th.
+        result = static_cast<bytea *>(palloc_extended(size + 1, MCXT_ALLOC_HUGE));
         uint8_t *out = reinterpret_cast<uint8_t *>(VARDATA(result));
         out[0] = kSerialAuto;
         out[1] = uint8_t(state->kind);
@@ -65,17 +75,24 @@ extern "C" Datum bloom_agg_serialfn(PG_FUNCTION_ARGS) {
         memcpy(&rate_bits, &state->error_rate, 8);
         store_u64(out + 2, rate_bits);
         store_u64(out + 10, state->inserted);
-        store_u64(out + 18, state->held);
+        store_u64(out + 18, count);
         out += kSerialAutoHeader;
         memcpy(out, state->sketch->registers, kSerialSketchBytes);
         out += kSerialSketchBytes;
         for (uint32_t b = 0; b < kBuckets; b++, out += 4)
-            store_u32(out, uint32_t(state->buckets[b].count));
-        for (uint32_t b = 0; b < kBuckets; b++) {
-            const HashBucket &bucket = state->buckets[b];
-            for (const HashChunk *chunk = bucket.first; chunk != nullptr; chunk = chunk->next) {
-                memcpy(out, chunk->hashes, size_t(bucket.count_of(chunk)) * kHeldHashBytes);
-                out += size_t(bucket.count_of(chunk)) * kHeldHashBytes;
+            store_u32(out, spilled ? spilled_counts[b] : uint32_t(state->buckets[b].count));
+        if (spilled) {
+            for_each_spilled_hash(state, [&out](uint64_t h) {
+                store_u64(out, h);
+                out += kHeldHashBytes;
+            });
+        } else {
+            for (uint32_t b = 0; b < kBuckets; b++) {
+                const HashBucket &bucket = state->buckets[b];
+                for (const HashChunk *chunk = bucket.first; chunk != nullptr; chunk = chunk->next) {
+                    memcpy(out, chunk->hashes, size_t(bucket.count_of(chunk)) * kHeldHashBytes);
+                    out += size_t(bucket.count_of(chunk)) * kHeldHashBytes;
+                }
             }
         }
     } else {
