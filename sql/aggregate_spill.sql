@@ -47,7 +47,8 @@ SELECT count(*) AS groups, count(*) FILTER (WHERE s.a = m.a AND s.r = m.r) AS sa
 FROM (SELECT g, bloom_agg(email) AS a, bloom_agg(email, 0.001) AS r FROM spill_input GROUP BY g) s
 JOIN in_memory_groups m USING (g);
 RESET enable_hashagg;
--- Parallel: every worker's state spills, is merged and sent; the leader's spills again.
+-- Parallel: every worker's state spills, is merged and written to a file the leader reads and
+-- deletes; the leader's own state spills again.
 SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
@@ -58,6 +59,14 @@ FROM (SELECT bloom_agg(email) AS a, bloom_agg(email, 0.001) AS r FROM spill_inpu
 SELECT count(*) AS groups, count(*) FILTER (WHERE s.a = m.a AND s.r = m.r) AS same
 FROM (SELECT g, bloom_agg(email) AS a, bloom_agg(email, 0.001) AS r FROM spill_input GROUP BY g) s
 JOIN in_memory_groups m USING (g);
+-- A sorted grouping whose LIMIT stops the leader before it reads every worker's state: the files
+-- of the states it never read are deleted at the end of the transaction.
+SET enable_hashagg = off;
+BEGIN;
+SELECT g, bloom_agg(email) IS NULL AS empty FROM spill_input GROUP BY g ORDER BY g LIMIT 1;
+COMMIT;
+SELECT count(*) AS files_left FROM pg_ls_dir('base/pgsql_tmp', true, false);
+RESET enable_hashagg;
 SET max_parallel_workers_per_gather = 0;
 
 -- A window aggregate calls the final function row after row on a growing state: after each

@@ -1,7 +1,7 @@
 # bloom_agg within work_mem: 20M distinct keys with work_mem = 1MB spill to temporary files, give
 # the bytes work_mem = 1GB gives, and keep the backend's peak memory under the result filter's
-# size plus 16 MB; a temp_file_limit below what the spill needs is the server's own error, and no
-# temporary file is left.
+# size plus 16 MB; the same for the leader of a parallel plan over 5M keys; a temp_file_limit
+# below what the spill needs is the server's own error, and no temporary file is left.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -43,6 +43,32 @@ $total += $_ for @files;
 ok(@files >= 1, sprintf('work_mem = 1MB spilled: %d temporary file(s), %.1f MiB', scalar @files, $total / 1048576));
 my $in_memory = $node->safe_psql('postgres', "SET work_mem = '1GB'; SELECT md5(bloom_agg(k)::text) FROM $input");
 is($spilled, $in_memory, 'the spilled result is the in-memory result, byte for byte');
+
+# Parallel, 2 workers over a table of 5M keys: each worker's spilled state reaches the leader as
+# a file, so the leader's peak memory is bound the same way, and the bytes are the same.
+my $parallel_keys = 5_000_000;
+$node->safe_psql('postgres',
+	"CREATE TABLE keys AS SELECT generate_series(1::bigint, $parallel_keys) AS k; VACUUM ANALYZE keys");
+my $parallel = q{SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0; SET max_parallel_workers_per_gather = 2; SET work_mem = '1MB';};
+like($node->safe_psql('postgres', "$parallel EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT bloom_agg(k) FROM keys"),
+	qr/Workers Launched: 2/, 'the parallel plan launches 2 workers');
+# The leader takes no share of the scan here: the shared buffers it would read count in its RSS.
+my ($parallel_base, $parallel_peak) = split /\|/, $node->safe_psql('postgres', qq{
+$parallel SET parallel_leader_participation = off;
+SELECT pg_backend_pid() AS pid \\gset
+SELECT count(k) FROM keys \\g /dev/null
+SELECT (regexp_match(pg_read_file('/proc/' || :pid || '/status'), 'VmHWM:\\s+(\\d+)'))[1]::bigint * 1024 AS base \\gset
+SELECT bloom_agg(k) IS NULL FROM keys \\g /dev/null
+SELECT :base, (regexp_match(pg_read_file('/proc/' || :pid || '/status'), 'VmHWM:\\s+(\\d+)'))[1]::bigint * 1024;
+});
+my $parallel_filter = $node->safe_psql('postgres', "SELECT bytes FROM bloom_info(bloom_empty($parallel_keys))");
+cmp_ok($parallel_peak - $parallel_base, '<=', $parallel_filter + 16 * 1048576, sprintf(
+	'bloom_agg of %d keys, 2 workers, work_mem = 1MB: the leader\'s peak RSS grew by %.1f MiB; bound: filter %.1f MiB + 16 MiB',
+	$parallel_keys, ($parallel_peak - $parallel_base) / 1048576, $parallel_filter / 1048576));
+is($node->safe_psql('postgres', "$parallel SELECT md5(bloom_agg(k)::text) FROM keys"),
+	$node->safe_psql('postgres', "SET work_mem = '1GB'; SELECT md5(bloom_agg(k)::text) FROM keys"),
+	'the parallel spilled result is the serial in-memory result, byte for byte');
 
 # A temp_file_limit below what the spill needs: the server's error, and nothing left behind.
 my ($code) = sql_error($node, 'postgres',

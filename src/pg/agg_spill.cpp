@@ -8,9 +8,14 @@
 #include "agg_spill.hpp"
 
 extern "C" {
+#include "access/parallel.h"
 #include "access/xact.h"
 #include "commands/tablespace.h"
 #include "executor/nodeHash.h"
+#include "storage/buffile.h"
+#include "storage/fd.h"
+#include "storage/fileset.h"
+#include "storage/proc.h"
 #include "utils/logtape.h"
 }
 
@@ -211,6 +216,8 @@ void spill_held(AggregateState *state) {
 uint64_t spill_finish(AggregateState *state, uint32_t *bucket_counts) {
     spill_held(state);
     AggregateSpill *spill = state->spill;
+    if (spill->run_count == 0 || spill->tapes == nullptr)
+        elog(ERROR, "bloom_agg state has no spilled hashes to read");
     MemoryContext previous = MemoryContextSwitchTo(spill->context);
     while (spill->run_count > spill->fan_in)
         merge_runs(spill, spill->run_count - spill->fan_in, false);
@@ -231,6 +238,144 @@ size_t read_spilled(AggregateState *state, uint64_t *batch, size_t capacity, boo
         LogicalTapeRead(spill->runs[0].tape, batch, capacity * sizeof(uint64_t)) / sizeof(uint64_t);
     MemoryContextSwitchTo(previous);
     return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Spilled partial states between processes.
+//
+// A FileSet's files outlive the process that writes them: the worker writes its hashes in a
+// FileSet named after the leader's PID (pgsql_tmp<leader>.<number>.fileset, the number's top bit
+// set, which PostgreSQL's own FileSets never set), and the leader deletes it once read. Files a
+// leader never reads (its query stopped early, or failed) are deleted at the end of its
+// transaction: it looks for its own such directories in the temporary tablespaces.
+
+static_assert(sizeof(FileSet) <= kExportedBytes, "a FileSet fits in the serialized state");
+
+namespace {
+
+constexpr uint32_t kExportedNumberFlag = 0x80000000u;
+const char *const kExportedName = "bloom_agg";
+
+struct ExportedCleanup {
+    bool registered;
+    bool pending;
+    int tablespace_count;
+    Oid tablespaces[lengthof(FileSet{}.tablespaces)];
+};
+ExportedCleanup cleanup;
+
+void delete_exported_directories() {
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%s%d.", PG_TEMP_FILE_PREFIX, MyProcPid);
+    const size_t prefix_length = strlen(prefix);
+    for (int t = 0; t < cleanup.tablespace_count; t++) {
+        char directory[MAXPGPATH];
+        TempTablespacePath(directory, cleanup.tablespaces[t]);
+        DIR *dir = AllocateDir(directory);
+        if (dir == nullptr) continue;
+        struct dirent *entry;
+        while ((entry = ReadDirExtended(dir, directory, LOG)) != nullptr) {
+            if (strncmp(entry->d_name, prefix, prefix_length) != 0) continue;
+            char *end;
+            const unsigned long number = strtoul(entry->d_name + prefix_length, &end, 10);
+            if (strcmp(end, ".fileset") != 0 || (number & kExportedNumberFlag) == 0) continue;
+            char path[MAXPGPATH];
+            snprintf(path, sizeof path, "%s/%s", directory, entry->d_name);
+            PathNameDeleteTemporaryDir(path);
+        }
+        FreeDir(dir);
+    }
+}
+
+void at_transaction_end(XactEvent event, void *) {
+    if (!cleanup.pending) return;
+    if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT && event != XACT_EVENT_PREPARE)
+        return;
+    cleanup.pending = false;
+    delete_exported_directories();
+}
+
+pid_t reading_process() {
+    if (IsParallelWorker() && MyProc->lockGroupLeader != nullptr)
+        return MyProc->lockGroupLeader->pid;
+    return MyProcPid;
+}
+
+}  // namespace
+
+void expect_exported_files() {
+    if (IsParallelWorker() || cleanup.pending) return;
+    FileSet where;
+    FileSetInit(&where);  // the temporary tablespaces, as a worker's FileSet gets them
+    cleanup.tablespace_count = where.ntablespaces;
+    memcpy(cleanup.tablespaces, where.tablespaces, sizeof cleanup.tablespaces);
+    if (!cleanup.registered) {
+        RegisterXactCallback(at_transaction_end, nullptr);
+        cleanup.registered = true;
+    }
+    cleanup.pending = true;
+}
+
+uint64_t spill_export(AggregateState *state, uint8_t *exported) {
+    static uint32_t exports = 0;
+    const uint64_t count = spill_finish(state, nullptr);
+    expect_exported_files();  // when this process reads it back itself
+    MemoryContext previous = MemoryContextSwitchTo(state->spill->context);
+    FileSet fileset;
+    FileSetInit(&fileset);
+    const uint32_t worker = IsParallelWorker() ? uint32_t(ParallelWorkerNumber) & 0x3ff : 0x3ff;
+    fileset.creator_pid = reading_process();
+    fileset.number = kExportedNumberFlag | (worker << 20) | (exports++ & 0xfffff);
+    BufFile *file = BufFileCreateFileSet(&fileset, kExportedName);
+    uint64_t batch[kSpillBatch];
+    for (size_t n = read_spilled(state, batch, kSpillBatch, true); n > 0;
+         n = read_spilled(state, batch, kSpillBatch, false))
+        BufFileWrite(file, batch, n * sizeof(uint64_t));
+    BufFileClose(file);
+    MemoryContextSwitchTo(previous);
+    memset(exported, 0, kExportedBytes);
+    memcpy(exported, &fileset, sizeof fileset);
+    return count;
+}
+
+bool exported_for_me(const uint8_t *exported) {
+    FileSet fileset;
+    memcpy(&fileset, exported, sizeof fileset);
+    return fileset.creator_pid == MyProcPid && (fileset.number & kExportedNumberFlag) != 0 &&
+           fileset.ntablespaces >= 1 && fileset.ntablespaces <= int(lengthof(fileset.tablespaces));
+}
+
+struct ExportedHashes {
+    FileSet fileset;
+    BufFile *file;
+};
+
+ExportedHashes *open_exported(const uint8_t *exported) {
+    expect_exported_files();
+    ExportedHashes *hashes = static_cast<ExportedHashes *>(palloc(sizeof(ExportedHashes)));
+    memcpy(&hashes->fileset, exported, sizeof(FileSet));
+    hashes->file = BufFileOpenFileSet(&hashes->fileset, kExportedName, O_RDONLY, false);
+    return hashes;
+}
+
+size_t read_exported(ExportedHashes *hashes, uint64_t *batch, size_t capacity) {
+    CHECK_FOR_INTERRUPTS();
+#if PG_VERSION_NUM >= 160000
+    const size_t bytes =
+        BufFileReadMaybeEOF(hashes->file, batch, capacity * sizeof(uint64_t), true);
+#else
+    const size_t bytes = BufFileRead(hashes->file, batch, capacity * sizeof(uint64_t));
+#endif
+    if (bytes % sizeof(uint64_t) != 0)
+        ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+                        errmsg("bloom_agg partial state file has a partial hash")));
+    return bytes / sizeof(uint64_t);
+}
+
+void close_exported(ExportedHashes *hashes) {
+    BufFileClose(hashes->file);
+    FileSetDeleteAll(&hashes->fileset);
+    pfree(hashes);
 }
 
 }  // namespace bloomfilter

@@ -27,6 +27,34 @@ uint64_t spill_finish(AggregateState *state, uint32_t *bucket_counts);
 // first when from_start); 0 at the end.
 size_t read_spilled(AggregateState *state, uint64_t *batch, size_t capacity, bool from_start);
 
+// Parallel plans: a spilled partial state goes to the process that combines it (the leader) as a
+// file of its distinct hashes in a FileSet named after that process, which reads it and deletes
+// it; the serialized state carries the FileSet (kExportedBytes).
+constexpr size_t kExportedBytes = 48;
+// Writes the state's distinct hashes to such a file; returns their number.
+uint64_t spill_export(AggregateState *state, uint8_t *exported);
+// Whether `exported` names a file this process may read (exported for it); false for anything
+// else, which the caller reports as a bad state.
+bool exported_for_me(const uint8_t *exported);
+struct ExportedHashes;
+ExportedHashes *open_exported(const uint8_t *exported);
+size_t read_exported(ExportedHashes *file, uint64_t *batch, size_t capacity);
+// Closes the file and deletes it.
+void close_exported(ExportedHashes *file);
+// This process combines partial states (the leader of a parallel plan): at the end of its
+// transaction, the files exported for it and never read (a LIMIT, an error) are deleted.
+void expect_exported_files();
+
+template <typename Use>
+void for_each_exported_hash(const uint8_t *exported, Use &&use) {
+    ExportedHashes *file = open_exported(exported);
+    uint64_t batch[kSpillBatch];
+    for (size_t n = read_exported(file, batch, kSpillBatch); n > 0;
+         n = read_exported(file, batch, kSpillBatch))
+        for (size_t i = 0; i < n; i++) use(batch[i]);
+    close_exported(file);
+}
+
 // Calls use(h) for every distinct hash, after spill_finish.
 template <typename Use>
 void for_each_spilled_hash(AggregateState *state, Use &&use) {

@@ -3,6 +3,10 @@
 
 #include "agg_spill.hpp"
 
+extern "C" {
+#include "access/xact.h"
+}
+
 namespace bloomfilter {
 
 MemoryContext aggregate_context(FunctionCallInfo fcinfo, const char *name) {
@@ -32,6 +36,9 @@ AggregateState *new_auto_state(MemoryContext context, KeyKind kind, double error
     state->error_rate = error_rate;
     state->context = context;
     state->memory_limit = hash_memory_limit();
+    // The leader of a parallel plan, aggregating rows itself: partial states may come to it in
+    // files.
+    if (IsInParallelMode()) expect_exported_files();
     state->buckets =
         static_cast<HashBucket *>(MemoryContextAllocZero(context, kBuckets * sizeof(HashBucket)));
     state->sketch =
@@ -250,7 +257,10 @@ bool fits(const AggregateState *target, size_t count) {
 // adds them, spilling. `source` is only read (a spilled one has its runs merged, which leaves
 // its hashes as they were).
 void copy_hashes(AggregateState *target, AggregateState *source) {
-    if (source->serialized_buckets != nullptr) {
+    if (source->serialized_exported != nullptr) {
+        for_each_exported_hash(source->serialized_exported,
+                               [target](uint64_t h) { hold(target, h); });
+    } else if (source->serialized_buckets != nullptr) {
         const uint8_t *counts = source->serialized_buckets;
         const uint8_t *in = counts + 4 * kBuckets;
         for (uint32_t b = 0; b < kBuckets; b++) {

@@ -104,6 +104,8 @@ struct AggregateState {
     // A deserialized auto-sized state has no buckets: it reads its hashes in place, from the
     // serialized bytes (256 x u32 the count of each bucket, then the bucket's hashes).
     const uint8_t *serialized_buckets;
+    // A deserialized spilled state: its hashes are in a file (agg_spill.hpp), `held` of them.
+    const uint8_t *serialized_exported;
 };
 
 // The aggregate memory context; an error when called outside an aggregate.
