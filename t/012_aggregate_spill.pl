@@ -77,5 +77,23 @@ is($code, '53400', 'temp_file_limit = 10MB: configuration_limit_exceeded');
 is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_ls_dir('base/pgsql_tmp', true, false)}),
 	'0', 'no temporary file left in pgsql_tmp');
 
+# A leader that exits leaves no file exported for it: the directories of its PID whose FileSet
+# number has the top bit set go at its exit; others (PostgreSQL's own) are left alone.
+my $session = $node->background_psql('postgres');
+my ($pid) = split /\|/, $session->query_safe('SELECT pg_backend_pid(), bloom_empty(1) IS NULL');
+my $tmp = $node->data_dir . '/base/pgsql_tmp';
+mkdir $tmp;
+my ($exported, $other) = ("$tmp/pgsql_tmp$pid.2147483649.fileset", "$tmp/pgsql_tmp$pid.5.fileset");
+for my $dir ($exported, $other) {
+	mkdir $dir or die "mkdir $dir: $!";
+	append_to_file("$dir/bloom_agg.0", 'x' x 64);
+}
+$session->quit;
+$node->poll_query_until('postgres', "SELECT NOT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $pid)")
+	or die 'the session did not exit';
+ok(!-e $exported && -e $other, 'at its exit, a session deletes what was exported for it, nothing else');
+unlink "$other/bloom_agg.0";
+rmdir $other;
+
 $node->stop;
 done_testing();

@@ -15,6 +15,7 @@ extern "C" {
 #include "storage/buffile.h"
 #include "storage/fd.h"
 #include "storage/fileset.h"
+#include "storage/ipc.h"
 #include "storage/proc.h"
 #include "utils/logtape.h"
 }
@@ -295,6 +296,19 @@ void at_transaction_end(XactEvent event, void *) {
     delete_exported_directories();
 }
 
+void at_exit(int, Datum) {
+    if (IsParallelWorker()) return;
+    // Without a catalog to read temp_tablespaces from, the database's own tablespace at least
+    // (where a worker's files go unless temp_tablespaces names others), and those remembered.
+    bool have_database_tablespace = false;
+    for (int t = 0; t < cleanup.tablespace_count; t++)
+        have_database_tablespace |= cleanup.tablespaces[t] == MyDatabaseTableSpace;
+    if (!have_database_tablespace && OidIsValid(MyDatabaseTableSpace) &&
+        cleanup.tablespace_count < int(lengthof(cleanup.tablespaces)))
+        cleanup.tablespaces[cleanup.tablespace_count++] = MyDatabaseTableSpace;
+    delete_exported_directories();
+}
+
 pid_t reading_process() {
     if (IsParallelWorker() && MyProc->lockGroupLeader != nullptr)
         return MyProc->lockGroupLeader->pid;
@@ -302,6 +316,8 @@ pid_t reading_process() {
 }
 
 }  // namespace
+
+void delete_exported_files_at_exit() { before_shmem_exit(at_exit, 0); }
 
 void expect_exported_files() {
     if (IsParallelWorker() || cleanup.pending) return;

@@ -44,6 +44,9 @@ void close_exported(ExportedHashes *file);
 // This process combines partial states (the leader of a parallel plan): at the end of its
 // transaction, the files exported for it and never read (a LIMIT, an error) are deleted.
 void expect_exported_files();
+// At the exit of a process that is not a parallel worker, the files exported for it and left
+// behind (a leader whose query failed before it read any partial state) are deleted.
+void delete_exported_files_at_exit();
 
 template <typename Use>
 void for_each_exported_hash(const uint8_t *exported, Use &&use) {
