@@ -30,34 +30,12 @@ PG_FUNCTION_INFO_V1(bloom_index_handler);
 
 namespace {
 
-constexpr int64 kDefaultCapacity = 1000000;
-constexpr double kDefaultErrorRate = 0.01;
-
-// WITH (capacity = ..., error_rate = ...), as build_reloptions() fills it.
-struct IndexOptions {
-    int32 vl_len_;
-    int capacity;
-    double error_rate;
-};
-
 relopt_kind index_relopt_kind;
 
 const relopt_parse_elt kOptionTable[] = {
     {"capacity", RELOPT_TYPE_INT, offsetof(IndexOptions, capacity)},
     {"error_rate", RELOPT_TYPE_REAL, offsetof(IndexOptions, error_rate)},
 };
-
-// The filter's parameters from the index's options (the defaults without them).
-Parameters index_parameters(Relation index) {
-    const IndexOptions *options = reinterpret_cast<const IndexOptions *>(index->rd_options);
-    const int64 capacity = options ? options->capacity : kDefaultCapacity;
-    const double error_rate = options ? options->error_rate : kDefaultErrorRate;
-    Parameters parameters;
-    report_parameters(size_filter(uint64_t(capacity), error_rate, &parameters), capacity,
-                      error_rate);
-    parameters.version = kFormatVersion2;
-    return parameters;
-}
 
 bytea *bloom_am_options(Datum reloptions, bool validate) {
     IndexOptions *options = static_cast<IndexOptions *>(
@@ -73,105 +51,6 @@ bytea *bloom_am_options(Datum reloptions, bool validate) {
                           options->capacity, options->error_rate);
     }
     return reinterpret_cast<bytea *>(options);
-}
-
-IndexPageOpaque *page_opaque(Page page) {
-    return reinterpret_cast<IndexPageOpaque *>(PageGetSpecialPointer(page));
-}
-
-void init_page(Page page, uint16_t flags) {
-    PageInit(page, BLCKSZ, sizeof(IndexPageOpaque));
-    IndexPageOpaque *opaque = page_opaque(page);
-    opaque->flags = flags;
-    opaque->page_id = kIndexPageId;
-}
-
-// A new page at the end of the index, exclusively locked.
-Buffer new_page(Relation index) {
-#if PG_VERSION_NUM >= 160000
-    return ExtendBufferedRel(BMR_REL(index), MAIN_FORKNUM, nullptr, EB_LOCK_FIRST);
-#else
-    const bool need_lock = !RELATION_IS_LOCAL(index);
-    if (need_lock) LockRelationForExtension(index, ExclusiveLock);
-    Buffer buffer = ReadBuffer(index, P_NEW);
-    LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
-    if (need_lock) UnlockRelationForExtension(index, ExclusiveLock);
-    return buffer;
-#endif
-}
-
-// Writes the metapage and the data pages of a filter held in memory (the byte format, its
-// header first), each page logged whole.
-void write_pages(Relation index, const uint8_t *filter, const Parameters &parameters,
-                 uint64_t inserted) {
-    const uint32_t bytes_per_page = bytes_per_page_for(parameters);
-    const uint64_t bits_bytes = parameters.encoded_bytes() - kHeaderBytes;
-    const uint32_t data_pages = uint32_t((bits_bytes + bytes_per_page - 1) / bytes_per_page);
-
-    Buffer buffer = new_page(index);
-    if (BufferGetBlockNumber(buffer) != kMetaBlock)
-        elog(ERROR, "bloomfilter index \"%s\" is not empty", RelationGetRelationName(index));
-    GenericXLogState *xlog = GenericXLogStart(index);
-    Page page = GenericXLogRegisterBuffer(xlog, buffer, GENERIC_XLOG_FULL_IMAGE);
-    init_page(page, kMetaPageFlag);
-    IndexMeta meta{};
-    meta.magic = kIndexMagic;
-    meta.layout_version = kIndexLayoutVersion;
-    meta.bytes_per_page = bytes_per_page;
-    meta.data_pages = data_pages;
-    memcpy(meta.header, filter, kHeaderBytes);
-    write_inserted(meta.header, inserted);
-    memcpy(PageGetContents(page), &meta, sizeof meta);
-    reinterpret_cast<PageHeader>(page)->pd_lower = MAXALIGN(SizeOfPageHeaderData) + sizeof meta;
-    GenericXLogFinish(xlog);
-    UnlockReleaseBuffer(buffer);
-
-    const uint8_t *bits = filter + kHeaderBytes;
-    for (uint32_t n = 0; n < data_pages; n++) {
-        CHECK_FOR_INTERRUPTS();
-        const uint64_t begin = uint64_t(n) * bytes_per_page;
-        const uint32_t length = uint32_t(Min(uint64_t(bytes_per_page), bits_bytes - begin));
-        buffer = new_page(index);
-        xlog = GenericXLogStart(index);
-        page = GenericXLogRegisterBuffer(xlog, buffer, GENERIC_XLOG_FULL_IMAGE);
-        init_page(page, 0);
-        memcpy(page_bits(page), bits + begin, length);
-        reinterpret_cast<PageHeader>(page)->pd_lower = MAXALIGN(SizeOfPageHeaderData) + length;
-        GenericXLogFinish(xlog);
-        UnlockReleaseBuffer(buffer);
-    }
-}
-
-struct BuildState {
-    Relation index;
-    FilterRef filter;
-    uint64_t inserted;
-    double tuples;
-};
-
-void build_callback(Relation index, ItemPointer, Datum *values, bool *isnull, bool, void *arg) {
-    BuildState *state = static_cast<BuildState *>(arg);
-    state->tuples += 1;
-    if (isnull[0]) return;
-    state->filter.add(index_key_hash(index, values[0]));
-    state->inserted++;
-}
-
-IndexBuildResult *bloom_am_build(Relation heap, Relation index, IndexInfo *index_info) {
-    if (RelationGetNumberOfBlocks(index) != 0)
-        elog(ERROR, "index \"%s\" already contains data", RelationGetRelationName(index));
-    const Parameters parameters = index_parameters(index);
-    // The whole filter in memory first: the build sets bits all over it, and each page is
-    // then written once.
-    struct varlena *filter = make_filter(parameters);
-    BuildState state{index, FilterRef::of(bloom_bytes(filter), parameters), 0, 0};
-    table_index_build_scan(heap, index, index_info, true, true, build_callback, &state, nullptr);
-    write_pages(index, bloom_bytes(filter), parameters, state.inserted);
-    pfree(filter);
-    IndexBuildResult *result = static_cast<IndexBuildResult *>(palloc0(sizeof(IndexBuildResult)));
-    result->heap_tuples = state.tuples;
-    result->index_tuples = double(state.inserted);
-    return result;
 }
 
 void bloom_am_build_empty(Relation index) {
@@ -565,7 +444,7 @@ extern "C" Datum bloom_index_handler(PG_FUNCTION_ARGS) {
     am->ampredlocks = false;
     am->amcanparallel = false;
     am->amcaninclude = false;
-    am->amusemaintenanceworkmem = false;
+    am->amusemaintenanceworkmem = true;
     am->amparallelvacuumoptions = VACUUM_OPTION_NO_PARALLEL;
     am->amkeytype = InvalidOid;
     am->ambuild = bloom_am_build;
