@@ -115,6 +115,9 @@ bool is_bloomfilter_index(Relation index);
 // The key's 64-bit hash (format version 2), by the operator class's support function 1.
 KeyHash index_key_hash(Relation index, Datum value);
 
+// Sets the key's bits in the index's pages, logged.
+void add_key(Relation index, KeyHash h);
+
 // Whether every bit of the key is set in the index's pages.
 bool index_contains(Relation index, KeyHash h);
 // The same in two steps, for checks of many indexes: the key's block, its page pinned (released
