@@ -76,7 +76,9 @@ uint32_t bytes_per_page_room(Page page) {
 // API as contrib/bloom logs its pages: GenericXLogFinish finds the changed bytes itself, and its
 // record format stays generic_xlog.c's own.
 void set_bits_logged(Relation index, Buffer buffer, const BitPlace *places, uint32_t n) {
-    Assert(LWLockHeldByMeInMode(BufferDescriptorGetContentLock(GetBufferDescriptor(buffer - 1)),
+    // A temporary table's pages are in local buffers, which have no content lock.
+    Assert(BufferIsLocal(buffer) ||
+           LWLockHeldByMeInMode(BufferDescriptorGetContentLock(GetBufferDescriptor(buffer - 1)),
                                 LW_EXCLUSIVE));
     GenericXLogState *xlog = GenericXLogStart(index);
     Page page = GenericXLogRegisterBuffer(xlog, buffer, 0);
