@@ -26,7 +26,7 @@ MARK=.bloomfilter-cassert-complete
 
 die() { echo "${0##*/}: $*" >&2; exit 1; }
 # What a finished build writes into its marker: a build made otherwise is made again.
-build_id() { echo "configure ${CONFIGURE_OPTIONS[*]}; contrib ${CONTRIB[*]}"; }
+build_id() { echo "upstream source; configure ${CONFIGURE_OPTIONS[*]}; contrib ${CONTRIB[*]}"; }
 
 installed=$(dpkg-query -W -f='${Version}' "postgresql-$PG_MAJOR" 2>/dev/null || true)
 # The prefix of the installed version is known before anything is downloaded.
@@ -114,7 +114,9 @@ if [ "$(cat "$prefix/$MARK" 2>/dev/null)" = "$(build_id)" ]; then
   echo "$prefix/bin/pg_config"
   exit 0
 fi
-dpkg-source -x "$dsc" "$work/source/tree" >"$work/dpkg-source.log" 2>&1 ||
+# Debian's patches are left out: they move the modules to /usr/lib/postgresql/<major>/lib whatever
+# the prefix (the installed server's directory), and change nothing the tests exercise.
+dpkg-source -x --skip-patches "$dsc" "$work/source/tree" >"$work/dpkg-source.log" 2>&1 ||
   { cat "$work/dpkg-source.log" >&2; die "dpkg-source -x failed"; }
 
 echo "building PostgreSQL $version with ${CONFIGURE_OPTIONS[*]} into $prefix" >&2
@@ -123,16 +125,21 @@ build() {
   cd "$work/source/tree"
   ./configure --prefix="$prefix" "${CONFIGURE_OPTIONS[@]}"
   make -j2
-  make install
-  for module in "${CONTRIB[@]}"; do make -j2 -C "contrib/$module" install; done
+  make install DESTDIR="$work/stage"
+  for module in "${CONTRIB[@]}"; do make -j2 -C "contrib/$module" install DESTDIR="$work/stage"; done
 }
 if ! (build) >"$work/build.log" 2>&1; then
   tail -n 40 "$work/build.log" >&2
   cp "$work/build.log" "$CACHE/build-failed.log"
   die "the build failed; its log: $CACHE/build-failed.log"
 fi
-[ -x "$prefix/lib/pgxs/src/test/isolation/pg_isolation_regress" ] ||
-  [ -x "$("$prefix/bin/pg_config" --pkglibdir)/pgxs/src/test/isolation/pg_isolation_regress" ] ||
+# Installed into a staging directory first: nothing may go elsewhere than the prefix (the machine's
+# own server stays untouched).
+outside=$(cd "$work/stage" && find . ! -type d | grep -v "^\.$prefix/" || true)
+[ -z "$outside" ] || die "the install would write outside $prefix: $(echo "$outside" | head -n 5 | tr '\n' ' ')"
+mkdir -p "$(dirname "$prefix")"
+mv "$work/stage$prefix" "$prefix"
+[ -x "$("$prefix/bin/pg_config" --pkglibdir)/pgxs/src/test/isolation/pg_isolation_regress" ] ||
   die "pg_isolation_regress was not installed"
 build_id >"$prefix/$MARK"
 [ -z "$installed" ] || [ -n "${BLOOM_CASSERT_PREFIX:-}" ] || echo "$prefix" >"$CACHE/built-for-$installed"
