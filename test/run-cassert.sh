@@ -12,6 +12,9 @@
 # build when newer than their sources); the servers' logs are kept in build/cassert/logs/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Not the variables of `make test-cassert TAP_TESTS=...`: PGXS's installcheck (test/run-regress.sh)
+# would run its own prove on them.
+unset MAKEFLAGS MFLAGS MAKELEVEL
 SOURCE=$PWD
 test/bootstrap.sh cassert
 PG_CONFIG=$(test/cassert.sh | tail -n 1)
@@ -55,7 +58,8 @@ fi
 
 # What the servers logged, every cluster's log (and any log a runner left in the tree).
 echo "== the servers' logs"
-mapfile -t files < <(find "$logs" "$tree/build" -type f \( -name '*.log' -o -name 'regress_log_*' \) 2>/dev/null | sort)
+mapfile -t files < <(find "$logs" "$tree/build" -path "$tree/build/tap-log" -prune -o -type f \
+                       \( -name '*.log' -o -name 'regress_log_*' \) -print 2>/dev/null | sort)
 echo "${#files[@]} log files"
 bad='TRAP:|terminated by signal ([^9]|[0-9][0-9])|was terminated by exception|WARNING:.*(problem in |leak|not closed|write past)'
 found=0
