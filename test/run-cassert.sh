@@ -50,8 +50,8 @@ run "pg_regress" env CLUSTER_LOG_DIR="$logs/regress" test/run-regress.sh
 tap=()
 for arg in "$@"; do tap+=("$arg"); done
 run "TAP" env TAP_LOG_DIR="$logs/tap" test/run-tap.sh "${tap[@]}"
-if [ -x test/run-isolation.sh ]; then
-  run "isolation" env CLUSTER_LOG_DIR="$logs/isolation" test/run-isolation.sh
+if [ -f test/run-isolation.sh ]; then
+  run "isolation" env CLUSTER_LOG_DIR="$logs/isolation" bash test/run-isolation.sh
 else
   results+=("$(printf '%-26s %s' "isolation" "none in this tree (no test/run-isolation.sh)")")
 fi
