@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # make test-cassert: the extension's tests on an assert-enabled PostgreSQL 15 (test/cassert.sh,
-# built once and kept in a cache directory): the pg_regress suite, fresh and upgraded from 1.0
-# (test/run-regress.sh), the TAP tests (test/run-tap.sh) and the isolation specs when the tree has
-# a runner for them (test/run-isolation.sh). Fails when a test fails, and when a server's log shows
+# built once and kept in a cache directory): the pg_regress suite, fresh and upgraded from 1.0, and
+# the isolation specs (test/run-regress.sh), then the TAP tests (test/run-tap.sh). Fails when a test fails, and when a server's log shows
 # a failed assertion (TRAP:), a backend that crashed, or a warning PostgreSQL gives only for a bug
 # (a leaked reference, memory written past a chunk's end); those lines are printed with what
 # follows them (the backtrace of a failed assertion).
@@ -25,7 +24,7 @@ out=$SOURCE/build/cassert
 tree=$out/tree
 logs=$out/logs
 rm -rf "$tree" "$logs"
-mkdir -p "$tree" "$logs/regress" "$logs/tap" "$logs/isolation"
+mkdir -p "$tree" "$logs/regress" "$logs/tap"
 tar -C "$SOURCE" --exclude=./build --exclude=./.git --exclude='*.o' --exclude='*.so' --exclude='*.bc' -cf - . |
   tar -C "$tree" -xf -
 # The servers run as postgres when this runs as root: they read the logs' directory too.
@@ -46,15 +45,11 @@ run() { # NAME COMMAND...
   results+=("$(printf '%-26s %s' "$name" "$([ "$status" -eq 0 ] && echo passed || echo "FAILED (exit $status)")")")
   [ "$status" -eq 0 ] || rc=1
 }
-run "pg_regress" env CLUSTER_LOG_DIR="$logs/regress" test/run-regress.sh
+# test/run-regress.sh runs the isolation specs (ISOLATION) after REGRESS, in PGXS's installcheck.
+run "pg_regress, isolation" env CLUSTER_LOG_DIR="$logs/regress" test/run-regress.sh
 tap=()
 for arg in "$@"; do tap+=("$arg"); done
 run "TAP" env TAP_LOG_DIR="$logs/tap" test/run-tap.sh "${tap[@]}"
-if [ -f test/run-isolation.sh ]; then
-  run "isolation" env CLUSTER_LOG_DIR="$logs/isolation" bash test/run-isolation.sh
-else
-  results+=("$(printf '%-26s %s' "isolation" "none in this tree (no test/run-isolation.sh)")")
-fi
 
 # What the servers logged, every cluster's log (and any log a runner left in the tree).
 echo "== the servers' logs"
