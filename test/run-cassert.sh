@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # make test-cassert: the extension's tests on an assert-enabled PostgreSQL 15 (test/cassert.sh,
 # built once and kept in a cache directory): the pg_regress suite, fresh and upgraded from 1.0, and
-# the isolation specs (test/run-regress.sh), then the TAP tests (test/run-tap.sh). Fails when a test fails, and when a server's log shows
-# a failed assertion (TRAP:), a backend that crashed, or a warning PostgreSQL gives only for a bug
-# (a leaked reference, memory written past a chunk's end); those lines are printed with what
-# follows them (the backtrace of a failed assertion).
+# the isolation specs (test/run-regress.sh), then the TAP tests (test/run-tap.sh). Fails when a
+# test fails, and when a server's log shows a failed assertion (TRAP:), a backend that crashed, or
+# a warning PostgreSQL gives only for a bug (a leaked reference, memory written past a chunk's
+# end); those lines are printed with what follows them (the backtrace of a failed assertion).
 #   test/run-cassert.sh [t/NNN_name.pl ...]    default: every TAP test
 # Installs the packages of `test/bootstrap.sh cassert` first. The extension is built in a copy of
 # the tree, build/cassert/tree (objects of the normal build, in src/, would be taken by a VPATH
