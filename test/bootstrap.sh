@@ -26,6 +26,8 @@ wanted=(
   perl libipc-run-perl     # TAP tests (prove, PostgreSQL::Test::Cluster)
   sqlsmith                 # make fuzz
   python3-xxhash python3-psycopg python3-psycopg2 python3-pytest  # the Python client's tests
+  python3-psycopg-pool python3-asyncpg python3-sqlalchemy python3-gunicorn  # and its adapters
+  python3-venv python3-setuptools python3-wheel  # the Python client's install in a venv (tested)
 )
 if [ "${1:-}" = deb ]; then
   versions=$(dpkg-query -W -f='${Package} ${Status}\n' 'postgresql-server-dev-[0-9]*' 2>/dev/null |
