@@ -126,6 +126,13 @@ TAP_TESTS ?=
 tap-test:
 	test/run-tap.sh $(PROVE_FLAGS) $(TAP_TESTS)
 
+# The pg_regress suite, the TAP tests and the isolation specs on an assert-enabled PostgreSQL 15,
+# built once from Debian's source package into a cache directory (test/cassert.sh); fails on a
+# failed assertion (TRAP:) in a server's log too. Installs its packages (test/bootstrap.sh cassert).
+.PHONY: test-cassert
+test-cassert:
+	test/run-cassert.sh $(PROVE_FLAGS) $(TAP_TESTS)
+
 # Everything but the version matrix; prints what ran on its last line. No package is installed
 # here: `make deps` does that.
 test: all
