@@ -10,15 +10,20 @@ MODULE_big = bloomfilter
 CORE_OBJS = src/core/bloom.o src/core/distinct.o
 OBJS = $(CORE_OBJS) src/pg/glue.o src/pg/bloom_type.o src/pg/bloom_ops.o \
        src/pg/toast_slices.o src/pg/statement_cache.o src/pg/stored_lookup.o \
-       src/pg/bloom_agg.o src/pg/agg_state.o src/pg/agg_serial.o src/pg/maintained.o \
-       src/pg/index_am.o src/pg/index_access.o src/pg/index_contains.o src/pg/index_read.o \
+       src/pg/bloom_agg.o src/pg/agg_state.o src/pg/agg_spill.o src/pg/agg_serial.o src/pg/maintained.o \
+       src/pg/index_am.o src/pg/index_pages.o src/pg/index_build.o src/pg/index_access.o src/pg/index_contains.o src/pg/index_read.o src/pg/index_verify.o \
        src/pg/index_hash.o src/pg/init.o
 DATA = bloomfilter--1.0.sql bloomfilter--1.0--1.1.sql bloomfilter--1.1--1.2.sql \
        bloomfilter--1.2--1.3.sql bloomfilter--1.3.sql bloomfilter--1.3--1.4.sql \
-       bloomfilter--1.4--2.0.sql bloomfilter--2.0.sql
-REGRESS = million_emails types functions aggregates aggregate_nulls aggregate_memory storage formats errors \
-          maintained privileges security index index_privileges index_partitions signup
+       bloomfilter--1.4--2.0.sql bloomfilter--2.0.sql bloomfilter--2.0--2.1.sql
+REGRESS = million_emails types functions aggregates aggregate_nulls aggregate_memory aggregate_spill storage formats errors \
+          maintained privileges security index index_build index_privileges index_partitions index_owner_code signup
 REGRESS_OPTS = --outputdir=$(CURDIR)/build/regress
+# Isolation specs (specs/*.spec, expected/*.out): checks interleaved with concurrent DDL and
+# inserts. `make installcheck` runs them after REGRESS.
+ISOLATION = reindex_concurrently drop_index_concurrently attach_partition detach_partition \
+            create_index_concurrently insert_during_check
+ISOLATION_OPTS = --load-extension=bloomfilter --outputdir=$(CURDIR)/build/isolation
 
 PG_CONFIG ?= pg_config
 # PG_CXXFLAGS_EXTRA: more flags for the extension's objects, e.g. -Werror (test/matrix.sh).
@@ -51,15 +56,15 @@ $(shell mkdir -p $(sort $(dir $(OBJS))))
 endif
 
 # pg_regress writes its results there but does not create it.
-installcheck: | build/regress
-build/regress:
+installcheck: | build/regress build/isolation
+build/regress build/isolation:
 	@mkdir -p $@
 
 # PGXS tracks no header dependencies: every object depends on every header.
 $(OBJS): $(wildcard src/core/*.hpp src/pg/*.hpp)
 
 .PHONY: deps demo test deb dist meta-test unit-test regress-test regress-list tap-test python-test \
-        node-test golden-vectors bench
+        node-test golden-vectors bench isolation-test
 
 deps:
 	@test/bootstrap.sh
@@ -100,12 +105,16 @@ unit-test: build/unit_test build/unit_test_sanitized
 regress-test:
 	test/run-regress.sh
 
+# The isolation specs alone on a throwaway cluster (regress-test runs them too).
+isolation-test:
+	test/run-isolation.sh
+
 # The suite's files, for the scripts that run it again (test/run-regress.sh, test/matrix.sh).
 regress-list:
 	@echo $(REGRESS)
 
-# The Python client (clients/python) against a throwaway cluster: needs python3-xxhash,
-# python3-psycopg, python3-psycopg2 and python3-pytest.
+# The Python client (clients/python) against a throwaway cluster and clusters of its own: needs
+# the python3-* packages and gunicorn that test/bootstrap.sh installs for it.
 python-test:
 	test/run-python.sh
 
@@ -122,6 +131,13 @@ TAP_TESTS ?=
 tap-test:
 	test/run-tap.sh $(PROVE_FLAGS) $(TAP_TESTS)
 
+# The pg_regress suite, the TAP tests and the isolation specs on an assert-enabled PostgreSQL 15,
+# built once from Debian's source package into a cache directory (test/cassert.sh); fails on a
+# failed assertion (TRAP:) in a server's log too. Installs its packages (test/bootstrap.sh cassert).
+.PHONY: test-cassert
+test-cassert:
+	test/run-cassert.sh $(PROVE_FLAGS) $(TAP_TESTS)
+
 # Everything but the version matrix; prints what ran on its last line. No package is installed
 # here: `make deps` does that.
 test: all
@@ -135,7 +151,8 @@ test: all
 	@mkdir -p build
 	@{ test/run-tap.sh $(PROVE_FLAGS) 2>&1; echo $$? >build/tap.status; } | tee build/tap.log; exit $$(cat build/tap.status)
 	@echo "make test: passed: META.json, unit tests (plain and sanitized), fuzz smoke ($(words $(FUZZ_TARGETS)) targets)," \
-	  "pg_regress ($(words $(REGRESS)) files, fresh and upgraded from 1.0), Python client, Node.js client," \
+	  "pg_regress ($(words $(REGRESS)) files, fresh and upgraded from 1.0)," \
+	  "isolation ($(words $(ISOLATION)) specs), Python client, Node.js client," \
 	  "TAP: $$(sed -n 's/^\(Files=[0-9]*, Tests=[0-9]*\),.*/\1/p' build/tap.log)"
 
 # META.json against the PGXN meta spec and the project's version, the checker's own self-test, and

@@ -6,7 +6,8 @@
 #   b) a batch check of a million candidates against the stored filter, next to a join of the
 #      same shape that calls length() instead;
 #   c) builds: bloom_agg(email) and bloom_agg(email, 1000000, 0.01) next to count(email), serial
-#      and with 2 parallel workers, with the backend's peak memory;
+#      and with 2 parallel workers, with the backend's peak memory; bloom_agg(email) spilling
+#      past work_mem; CREATE INDEX USING bloomfilter next to a btree's, in memory and sorted;
 #   d) the C++ core's add and contains next to libbloom and the article's algorithm (Google
 #      Benchmark), with each way the core can check a block forced, and the one it chose;
 #   e) signups per second and WAL per signup at 8 clients: plain INSERT, a single-row filter,
@@ -182,6 +183,45 @@ row "a) bloom_index_contains TPS / SELECT 1 TPS" "$index_select1" ">=" 0.85
 row "a) bloom_index_contains TPS / unique-index probe TPS" "$index_unique" ">=" 1.25
 row "a) bloom_index_contains, 64-partition index / 64-partition probe TPS" "$index_partitioned" ">=" 4
 
+# The check inside a statement, where no round trip hides its cost: 200,000 absent emails, each
+# checked by bloom_index_contains and by an EXISTS probe of the unique index (a nested loop), the
+# scan's own time subtracted; and the shared buffers each touches per check.
+sql -c "CREATE TABLE absent_emails AS SELECT 'ghost' || i || '@mail.com' AS email FROM generate_series(1, 200000) i" \
+    -c "VACUUM (FREEZE, ANALYZE) absent_emails" >/dev/null
+inline_settings="SET max_parallel_workers_per_gather = 0; SET enable_hashjoin = off; SET enable_mergejoin = off"
+inline_index="SELECT count(*) FROM absent_emails WHERE bloom_index_contains('users_email_bloom', email)"
+inline_probe="SELECT count(*) FROM absent_emails a WHERE EXISTS (SELECT 1 FROM users u WHERE u.email = a.email)"
+inline_scan="SELECT count(*) FROM absent_emails WHERE length(email) < 0"
+sql -c "$inline_settings" -c "EXPLAIN (COSTS OFF) $inline_probe" | grep -q 'Nested Loop' \
+  || fail "the EXISTS probe is not a nested loop"
+inline=$(timed_queries "$ROUNDS" "$inline_settings" scan="$inline_scan" index="$inline_index" probe="$inline_probe")
+# buffers_per_check QUERY: shared buffers the query touched beyond the scan's, per candidate.
+buffers_per_check() {
+  local plan
+  plan=$(sql -c "$inline_settings" -c "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, FORMAT JSON) $1")
+  python3 -c 'import json, sys; print(json.loads(sys.argv[1])[0]["Plan"]["Shared Hit Blocks"])' "$plan"
+}
+scan_buffers=$(buffers_per_check "$inline_scan")
+# per_check_us "SCAN_MS..." "QUERY_MS...": microseconds per candidate beyond the scan, round by round.
+per_check_us() {
+  paste <(tr -s ' ' '\n' <<<"$1" | grep .) <(tr -s ' ' '\n' <<<"$2" | grep .) \
+    | awk 'NF == 2 { printf "%.4f\n", ($2 - $1) * 1000 / 200000 }' | xargs
+}
+index_runs=$(per_check_us "$(times_of "$inline" scan)" "$(times_of "$inline" index)")
+probe_runs=$(per_check_us "$(times_of "$inline" scan)" "$(times_of "$inline" probe)")
+# shellcheck disable=SC2086
+index_us=$(median $index_runs)
+# shellcheck disable=SC2086
+probe_us=$(median $probe_runs)
+index_ratio=$(median_ratio "$probe_runs" "$index_runs")
+index_buffers=$(awk -v a="$(buffers_per_check "$inline_index")" -v s="$scan_buffers" 'BEGIN {printf "%.2f", (a - s) / 200000}')
+probe_buffers=$(awk -v a="$(buffers_per_check "$inline_probe")" -v s="$scan_buffers" 'BEGIN {printf "%.2f", (a - s) / 200000}')
+echo "inside a statement, per absent email: bloom_index_contains $index_us us ($index_buffers shared buffers)," \
+  "unique-index probe $probe_us us ($probe_buffers shared buffers); the backend waited for a CPU $(waited_share "$inline") of the time"
+row "a) in a statement: unique-index probe us / bloom_index_contains us" "$index_ratio" ">=" 4
+row "a) in a statement: shared buffers per check, bloom_index_contains" "$index_buffers" "<=" 1
+row "a) in a statement: shared buffers per check, unique-index probe (context)" "$probe_buffers"
+
 # timed_queries ROUNDS SETTINGS LABEL=QUERY ...: in one session, one untimed run of each query,
 # then ROUNDS rounds of all of them in rotating order. Prints "LABEL milliseconds" lines, and
 # "waited milliseconds": how long the backend waited for a CPU over the timed runs.
@@ -338,6 +378,41 @@ for build in auto explicit; do
   done
 done
 row "c) count(email) time, 2 workers / serial (yardstick)" "${build_speedup[count]}"
+
+# The auto-sized form past work_mem: with work_mem = 1MB (2 MB of hashes with the default
+# hash_mem_multiplier) its hashes go to a temporary file in sorted runs, merged at the end.
+spill_settings="$serial_settings; SET work_mem = '1MB'; SET log_temp_files = 0"
+spill_plan=$(sql -c "SET client_min_messages = log" -c "$spill_settings" -c "$(build_query auto)" 2>&1 >/dev/null)
+grep -q 'temporary file' <<<"$spill_plan" || { echo "$spill_plan" >&2; fail "bloom_agg(email) did not spill with work_mem = 1MB"; }
+echo "bloom_agg(email) with work_mem = 1MB: $(grep -c 'temporary file' <<<"$spill_plan") temporary file(s)," \
+  "$(awk '/temporary file/ {s += $NF} END {printf "%.1f", s / 1048576}' <<<"$spill_plan") MB"
+spill_times=$(timed_queries "$ROUNDS" "$spill_settings" "count=$(build_query count)" "auto=$(build_query auto)")
+spill_ratio=$(median_ratio "$(times_of "$spill_times" auto)" "$(times_of "$spill_times" count)")
+# shellcheck disable=SC2046
+printf '%-32s %-9s %9.1f %14s   %s\n' "bloom_agg(email), work_mem 1MB" serial \
+  "$(median $(times_of "$spill_times" auto))" "$spill_ratio" "$(times_of "$spill_times" auto)"
+row "c) bloom_agg(email) time / count, spilling (work_mem 1MB)" "$spill_ratio" "<=" 4
+
+# CREATE INDEX over the same 1,000,000 emails, serial builds (max_parallel_maintenance_workers
+# = 0, as a bloomfilter build has no workers), each dropped in the same statement: a btree, the
+# bloomfilter index (default capacity 1,000,000: 1.2 MB) in memory, and the same with
+# maintenance_work_mem = 1MB, below the filter's size, built from its keys' hashes sorted. The
+# btree keeps the default maintenance_work_mem in both ratios.
+index_settings="$serial_settings; SET max_parallel_maintenance_workers = 0"
+index_btree="CREATE INDEX bench_build_btree ON users (email); DROP INDEX bench_build_btree"
+index_memory="CREATE INDEX bench_build_bloom ON users USING bloomfilter (email); DROP INDEX bench_build_bloom"
+index_sorted="SET maintenance_work_mem = '1MB'; $index_memory; RESET maintenance_work_mem"
+index_times=$(timed_queries "$ROUNDS" "$index_settings" "btree=$index_btree" "memory=$index_memory" "sorted=$index_sorted")
+for label in btree memory sorted; do
+  # shellcheck disable=SC2046
+  printf '%-32s %9.1f ms   (round by round: %s)\n' "$label" \
+    "$(median $(times_of "$index_times" $label))" "$(times_of "$index_times" $label)"
+done
+index_memory_ratio=$(median_ratio "$(times_of "$index_times" memory)" "$(times_of "$index_times" btree)")
+index_sorted_ratio=$(median_ratio "$(times_of "$index_times" sorted)" "$(times_of "$index_times" btree)")
+echo "bloomfilter / btree CREATE INDEX: $index_memory_ratio in memory, $index_sorted_ratio with maintenance_work_mem = 1MB"
+row "c) CREATE INDEX bloomfilter / btree time, in memory" "$index_memory_ratio" "<=" 0.2
+row "c) CREATE INDEX bloomfilter / btree time, sorted (1MB)" "$index_sorted_ratio" "<=" 0.5
 
 cluster_stop bench
 

@@ -10,7 +10,7 @@ use Test::More;
 use Time::HiRes qw(usleep time);
 
 our @EXPORT = qw(new_node create_users sql_error node_run start_pgbench finish_pgbench stop_pgbench
-  kill9_and_restart $MISSING_USERS);
+  kill9_and_restart $MISSING_USERS $VERIFY_USERS);
 
 # new_node(NAME, [SETTING, ...], %init_options): a started node; SETTINGs are postgresql.conf
 # lines, %init_options go to init (allows_streaming => 1, say). Room for pgbench's clients and the
@@ -42,6 +42,10 @@ sub create_users {
 # The rows of users that either index misses (the second through its expression).
 our $MISSING_USERS = q{SELECT count(*) FROM users WHERE NOT bloom_index_contains('users_email_bloom', email)
 	OR NOT bloom_index_contains('users_email_ci_bloom', upper(email))};
+
+# bloom_index_verify of both indexes of users: 't|t' when each checked every row.
+our $VERIFY_USERS = q{SELECT bloom_index_verify('users_email_bloom') = count(*),
+	bloom_index_verify('users_email_ci_bloom') = count(*) FROM users};
 
 # sql_error(NODE, DATABASE, SQL): runs SQL in one psql session and returns the SQLSTATE of its
 # first error ('none' without one) and the seconds the session took.

@@ -6,8 +6,11 @@ cd "$(dirname "$0")/.."
 trap cluster_cleanup_all EXIT
 cluster_start regress "max_parallel_workers_per_gather = 2" "max_worker_processes = 8"
 mkdir -p build/regress build/regress-upgrade
+# Runs REGRESS, then the isolation specs (ISOLATION).
+rm -f build/regress/regression.diffs build/isolation/regression.diffs
 if ! make -s installcheck PG_CONFIG="$PG_CONFIG"; then
   [ -f build/regress/regression.diffs ] && head -200 build/regress/regression.diffs
+  [ -f build/isolation/regression.diffs ] && cat build/isolation/regression.diffs
   exit 1
 fi
 
