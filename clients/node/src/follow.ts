@@ -246,6 +246,12 @@ export class IndexFollower {
     return this.states.map((state) => state!.filter);
   }
 
+  /** True when the copy is at most `maxLag` ms old (the follower's maxLag if not given; with
+   * neither, true): contains() then answers from the copy. */
+  isFresh(maxLag: number = this.maxLag): boolean {
+    return this.lag <= maxLag;
+  }
+
   /** Milliseconds since the start of the last successful refresh: an answer "absent" is as of
    * then. */
   get lag(): number {
@@ -458,4 +464,54 @@ function check(key: Key, keyType: KeyType, index: string): void {
       : keyType === "bigint" ? typeof key === "number" || typeof key === "bigint" || typeof key === "string"
         : typeof key === "string" || key instanceof Uuid;
   if (!ok) throw new TypeError(`index ${index} has keys of type ${keyType}, not ${key?.constructor?.name ?? typeof key}`);
+}
+
+/**
+ * Follows the same index on several servers (the shards of a table) and answers for their
+ * union: contains(key) is false only if no shard's copy has the key. Each shard has its own
+ * IndexFollower (connection, timer, reconnection); with maxLag, one stale shard is enough for
+ * contains() to answer true.
+ */
+export class ShardedIndexFollower {
+  private constructor(readonly indexNames: string | string[], readonly followers: readonly IndexFollower[]) {}
+
+  /** One IndexFollower per connection (one per shard), each loaded before this resolves. */
+  static async open(connections: FollowerConnection[], indexNames: string | string[], options: FollowerOptions = {}): Promise<ShardedIndexFollower> {
+    if (connections.length === 0) throw new RangeError("ShardedIndexFollower needs at least one connection");
+    const opened = await Promise.allSettled(connections.map((c) => IndexFollower.open(c, indexNames, options)));
+    const followers = opened.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+    const failed = opened.find((r): r is PromiseRejectedResult => r.status === "rejected");
+    if (failed) {
+      await Promise.all(followers.map((f) => f.close()));
+      throw failed.reason;
+    }
+    return new ShardedIndexFollower(indexNames, followers);
+  }
+
+  /** false: no shard has a row with this key committed before its last successful refresh;
+   * true: one probably has. */
+  contains(key: Key): boolean {
+    for (const follower of this.followers) if (follower.contains(key)) return true;
+    return false;
+  }
+
+  /** The largest of the shards' lags: every "absent" is as of at most this long ago. */
+  get lag(): number {
+    return Math.max(...this.followers.map((f) => f.lag));
+  }
+
+  isFresh(maxLag?: number): boolean {
+    return this.followers.every((f) => f.isFresh(maxLag));
+  }
+
+  /** Refreshes every shard; rejects with the first shard's error once all were tried. */
+  async refresh(): Promise<void> {
+    const results = await Promise.allSettled(this.followers.map((f) => f.refresh()));
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
+    if (failed) throw failed.reason;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.followers.map((f) => f.close()));
+  }
 }

@@ -9,5 +9,5 @@ export { registerPg, BinaryResultsUnsupportedError } from "./pg.js";
 export type { PgClientLike, PgPoolLike, PgRegistration } from "./pg.js";
 export { registerPostgres } from "./postgres.js";
 export type { PostgresSqlLike } from "./postgres.js";
-export { IndexFollower, UnsupportedIndexError } from "./follow.js";
+export { IndexFollower, ShardedIndexFollower, UnsupportedIndexError } from "./follow.js";
 export type { FollowerClient, FollowerConnection, FollowerOptions } from "./follow.js";

@@ -5,7 +5,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { IndexFollower, UnsupportedIndexError, Uuid } from "pg-bloomfilter";
+import { IndexFollower, ShardedIndexFollower, UnsupportedIndexError, Uuid } from "pg-bloomfilter";
 import { HAVE_SERVER, createDatabase, sleep } from "./helpers.mjs";
 
 const INTERVAL = 50;
@@ -228,6 +228,48 @@ describe("IndexFollower", { skip: !HAVE_SERVER && "no server: set PGHOST (test/r
       assert.equal(shards.filters.length, 2);
     } finally {
       await shards.close();
+    }
+  });
+
+  test("ShardedIndexFollower: the same index on several servers, answered as their union", async () => {
+    // Two databases stand for two servers: each shard has its own connections.
+    const other = await createDatabase("bloomfilter_node_shard");
+    const shards = [db, other];
+    const conns = await Promise.all(shards.map((d) => d.client()));
+    try {
+      for (const c of conns) {
+        await c.query("CREATE TABLE signups (email text NOT NULL)");
+        await c.query("CREATE INDEX signups_bloom ON signups USING bloomfilter (email) WITH (capacity = 10000, error_rate = 0.01)");
+      }
+      const follower = await ShardedIndexFollower.open(shards.map((d) => () => d.client()), "signups_bloom",
+        { start: false, maxLag: 400 });
+      try {
+        await conns[0].query("INSERT INTO signups SELECT 'a' || i || '@mail.com' FROM generate_series(1, 1000) i");
+        await conns[1].query("INSERT INTO signups SELECT 'b' || i || '@mail.com' FROM generate_series(1, 1000) i");
+        assert.equal(follower.contains("a1@mail.com") || follower.contains("b1@mail.com"), false);
+        await follower.refresh();
+        for (let i = 1; i <= 1000; i++) {
+          assert.ok(follower.contains(`a${i}@mail.com`) && follower.contains(`b${i}@mail.com`), `key ${i}`);
+        }
+        let ghosts = 0, absent = null;
+        for (let i = 0; i < 2000; i++) {
+          if (follower.contains(`c${i}@mail.com`)) ghosts += 1;
+          else absent ??= `c${i}@mail.com`;
+        }
+        assert.ok(ghosts < 100, `${ghosts} false positives`);
+        assert.ok(follower.isFresh());
+        // One shard stale past maxLag: every answer is "maybe".
+        await sleep(300);
+        await follower.followers[0].refresh();
+        await sleep(150);
+        assert.ok(!follower.isFresh() && follower.lag > 400);
+        assert.equal(follower.contains(absent), true);
+      } finally {
+        await follower.close();
+      }
+    } finally {
+      await Promise.all(conns.map((c) => c.end()));
+      await other.drop();
     }
   });
 });
