@@ -50,7 +50,11 @@ export class UnsupportedIndexError extends Error {
 const DESCRIBE = `
 SELECT i.indexrelid::oid AS oid, i.indkey[0] = 0 AS is_expression,
        pg_catalog.pg_get_indexdef(i.indexrelid, 1, true) AS definition,
-       pg_catalog.format_type(ia.atttypid, NULL) AS key_type, am.amname::text AS access_method,
+       -- A domain's keys are its base type's.
+       (WITH RECURSIVE b AS (SELECT t.oid, t.typbasetype FROM pg_catalog.pg_type t WHERE t.oid = ia.atttypid
+                UNION ALL SELECT t.oid, t.typbasetype FROM pg_catalog.pg_type t JOIN b ON t.oid = b.typbasetype)
+        SELECT pg_catalog.format_type(b.oid, NULL) FROM b WHERE b.typbasetype = 0) AS key_type,
+       am.amname::text AS access_method,
        c.relkind::text AS relkind,
        CASE WHEN co.oid IS NOT NULL
             THEN CASE co.collprovider WHEN 'i'
@@ -68,7 +72,10 @@ SELECT i.indexrelid::oid AS oid, i.indkey[0] = 0 AS is_expression,
          ON co.oid = i.indcollation[0] AND co.oid <> 100
  WHERE i.indexrelid = $1::pg_catalog.regclass`;
 const COLUMNS = `
-SELECT pg_catalog.quote_ident(a.attname) AS name, pg_catalog.format_type(a.atttypid, NULL) AS type
+SELECT pg_catalog.quote_ident(a.attname) AS name,
+       (WITH RECURSIVE b AS (SELECT t.oid, t.typbasetype FROM pg_catalog.pg_type t WHERE t.oid = a.atttypid
+                UNION ALL SELECT t.oid, t.typbasetype FROM pg_catalog.pg_type t JOIN b ON t.oid = b.typbasetype)
+        SELECT pg_catalog.format_type(b.oid, NULL) FROM b WHERE b.typbasetype = 0) AS type
   FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_index i ON a.attrelid = i.indrelid
  WHERE i.indexrelid = $1::pg_catalog.oid AND a.attnum > 0 AND NOT a.attisdropped`;
 const CURRENT_LSN = `SELECT CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.pg_last_wal_replay_lsn()

@@ -188,6 +188,17 @@ describe("IndexFollower", { skip: !HAVE_SERVER && "no server: set PGHOST (test/r
     await conn.query(`INSERT INTO ${bigTable} (email) VALUES (-9223372036854775808), (42)`);
     const [uuidTable, uuidIndex] = await makeTable({ columnType: "uuid" });
     await conn.query(`INSERT INTO ${uuidTable} (email) VALUES ('123e4567-e89b-12d3-a456-426614174000')`);
+    // Domains (over domains) have their base type's keys, lower() included.
+    await conn.query("CREATE DOMAIN email_d AS text; CREATE DOMAIN email_dd AS email_d CHECK (VALUE <> '')");
+    const [domTable, domIndex] = await makeTable({ expression: "lower(email)", columnType: "email_dd" });
+    await conn.query(`INSERT INTO ${domTable} (email) VALUES ('Dom@Mail.com')`);
+    const dom = await IndexFollower.open(() => db.client(), domIndex, { start: false });
+    try {
+      assert.ok(dom.contains("DOM@mail.com"));
+      assert.equal(dom.contains("other@mail.com"), false);
+    } finally {
+      await dom.close();
+    }
     const big = await IndexFollower.open(() => db.client(), bigIndex, { start: false, maxLag: 300 });
     const uuid = await IndexFollower.open(() => db.client(), uuidIndex, { start: false });
     try {
