@@ -69,7 +69,8 @@ extern "C" Datum bloom_agg_serialfn(PG_FUNCTION_ARGS) {
             size = VARHDRSZ + kSerialAutoHeader + kSerialSketchBytes + kExportedBytes;
             result = static_cast<bytea *>(palloc0(size));
             uint8_t *out = reinterpret_cast<uint8_t *>(VARDATA(result));
-            const uint64_t count = spill_export(state, out + kSerialAutoHeader + kSerialSketchBytes);
+            const uint64_t count =
+                spill_export(state, out + kSerialAutoHeader + kSerialSketchBytes);
             out[0] = kSerialExported;
             out[1] = uint8_t(state->kind);
             uint64_t rate_bits;
@@ -154,8 +155,9 @@ extern "C" Datum bloom_agg_deserialfn(PG_FUNCTION_ARGS) {
         PG_RETURN_POINTER(state);
     }
     if (in[0] == kSerialAutoBefore12)
-        report_bad_state("a state from a bloomfilter library before 1.2; every process of the "
-                         "server must run the same library");
+        report_bad_state(
+            "a state from a bloomfilter library before 1.2; every process of the "
+            "server must run the same library");
     if (in[0] == kSerialExported) {
         if (length != kSerialAutoHeader + kSerialSketchBytes + kExportedBytes)
             report_bad_state("wrong length");

@@ -98,8 +98,8 @@ struct AggregateState {
     DistinctSketch *sketch;
     double distinct_estimate;  // the sketch's estimate when held was below estimate_again_at
     uint64_t estimate_again_at;
-    size_t memory_limit;  // what the buckets' chunks may take (hash_memory_limit())
-    size_t chunk_bytes;   // what they take
+    size_t memory_limit;    // what the buckets' chunks may take (hash_memory_limit())
+    size_t chunk_bytes;     // what they take
     AggregateSpill *spill;  // null until the held hashes first pass memory_limit
     // A deserialized auto-sized state has no buckets: it reads its hashes in place, from the
     // serialized bytes (256 x u32 the count of each bucket, then the bucket's hashes).
@@ -137,6 +137,5 @@ void for_each_hash(const AggregateState *state, Use &&use) {
             for (uint32_t i = 0, n = bucket.count_of(chunk); i < n; i++) use(chunk->get(i, b));
     }
 }
-
 
 }  // namespace bloomfilter

@@ -33,7 +33,8 @@ AggregateState *auto_transition(FunctionCallInfo fcinfo, double error_rate) {
     if (state == nullptr)
         state = new_auto_state(context, key_kind_of(get_fn_expr_argtype(fcinfo->flinfo, 1)),
                                error_rate);
-    if (!PG_ARGISNULL(1)) collect(state, hash_key(PG_GETARG_DATUM(1), state->kind, kAutoVersion).low);
+    if (!PG_ARGISNULL(1))
+        collect(state, hash_key(PG_GETARG_DATUM(1), state->kind, kAutoVersion).low);
     return state;
 }
 

@@ -72,9 +72,10 @@ extern "C" Datum bloom_add_array(PG_FUNCTION_ARGS) {
 }
 
 static Datum contains_key(FunctionCallInfo fcinfo, KeyKind kind) {
-    bool found = with_key_bytes(PG_GETARG_DATUM(1), kind, [fcinfo](const void *data, size_t length) {
-        return filter_contains(fcinfo, PG_GETARG_DATUM(0), KeyBytes{data, length});
-    });
+    bool found =
+        with_key_bytes(PG_GETARG_DATUM(1), kind, [fcinfo](const void *data, size_t length) {
+            return filter_contains(fcinfo, PG_GETARG_DATUM(0), KeyBytes{data, length});
+        });
     PG_RETURN_BOOL(found);
 }
 
@@ -111,9 +112,8 @@ extern "C" Datum bloom_contains_array(PG_FUNCTION_ARGS) {
         if (i % kElementsPerInterruptCheck == kElementsPerInterruptCheck - 1)
             CHECK_FOR_INTERRUPTS();
         result_nulls[i] = is_null;
-        results[i] =
-            is_null ? BoolGetDatum(false)
-                    : BoolGetDatum(ref.contains(hash_key(key, kind, ref.version)));
+        results[i] = is_null ? BoolGetDatum(false)
+                             : BoolGetDatum(ref.contains(hash_key(key, kind, ref.version)));
     }
     array_free_iterator(iterator);
     ArrayType *result = construct_md_array(results, result_nulls, ARR_NDIM(keys), ARR_DIMS(keys),

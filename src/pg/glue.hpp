@@ -2,8 +2,8 @@
 // key datum and turning core statuses into ereport with a real SQLSTATE.
 //
 // Rule for every file in src/pg: the core never throws, and the objects these files keep on the
-// stack (KeyHash, KeyBytes, Header, Parameters) are trivially destructible, so an ereport (a longjmp) here
-// never skips a destructor.
+// stack (KeyHash, KeyBytes, Header, Parameters) are trivially destructible, so an ereport (a
+// longjmp) here never skips a destructor.
 #pragma once
 
 extern "C" {

@@ -20,13 +20,11 @@ extern "C" {
 #include "storage/lmgr.h"
 }
 
-
 namespace bloomfilter {
 
 namespace {
 
 HTAB *index_checks;
-
 
 }  // namespace
 
@@ -35,22 +33,24 @@ HTAB *index_checks;
 // could be wrong, so it answers nothing.
 void check_valid(Relation index) {
     if (!index->rd_index->indisvalid)
-        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                        errmsg("bloomfilter index \"%s\" is not valid", RelationGetRelationName(index)),
-                        errdetail("It is being built, or was left by a failed CREATE INDEX CONCURRENTLY, "
-                                  "or a partition has no index attached to it, and may miss keys."),
-                        errhint("Wait for the build to finish, REINDEX it, or attach an index to "
-                                "every partition.")));
+        ereport(ERROR,
+                (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                 errmsg("bloomfilter index \"%s\" is not valid", RelationGetRelationName(index)),
+                 errdetail("It is being built, or was left by a failed CREATE INDEX CONCURRENTLY, "
+                           "or a partition has no index attached to it, and may miss keys."),
+                 errhint("Wait for the build to finish, REINDEX it, or attach an index to "
+                         "every partition.")));
 }
 
 void check_partitions_indexed(Relation index, const IndexCheck *check) {
     if (OidIsValid(check->unindexed_partition))
-        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                        errmsg("bloomfilter index \"%s\" is not valid", RelationGetRelationName(index)),
-                        errdetail("Partition \"%s\" has no index under it (a foreign table cannot have "
-                                  "one), and the filter may miss its keys.",
-                                  get_rel_name(check->unindexed_partition)),
-                        errhint("Check the other partitions' indexes, and query that partition itself.")));
+        ereport(ERROR,
+                (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                 errmsg("bloomfilter index \"%s\" is not valid", RelationGetRelationName(index)),
+                 errdetail("Partition \"%s\" has no index under it (a foreign table cannot have "
+                           "one), and the filter may miss its keys.",
+                           get_rel_name(check->unindexed_partition)),
+                 errhint("Check the other partitions' indexes, and query that partition itself.")));
 }
 
 // The table is locked before its index, as an index scan does (and amcheck): REINDEX, DROP
@@ -65,12 +65,14 @@ Relation open_bloomfilter_index(Oid index_oid, Oid heap_oid) {
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
                         errmsg("relation with OID %u does not exist", index_oid)));
     if (!is_bloomfilter_index(index))
-        ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
-                        errmsg("\"%s\" is not a bloomfilter index", RelationGetRelationName(index))));
+        ereport(ERROR,
+                (errcode(ERRCODE_WRONG_OBJECT_TYPE),
+                 errmsg("\"%s\" is not a bloomfilter index", RelationGetRelationName(index))));
     // The table of an index never changes; a different one means the OID was reused meanwhile.
     if (!OidIsValid(heap_oid) || heap_oid != index->rd_index->indrelid)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
-                        errmsg("could not open the table of index \"%s\"", RelationGetRelationName(index))));
+                        errmsg("could not open the table of index \"%s\"",
+                               RelationGetRelationName(index))));
     Assert(CheckRelationOidLockedByMe(heap_oid, AccessShareLock, true));
     check_valid(index);
     return index;
@@ -135,8 +137,8 @@ Bitmapset *index_columns(Relation index) {
     Bitmapset *columns = nullptr;
     for (int i = 0; i < index->rd_index->indnatts; i++)
         if (index->rd_index->indkey.values[i] != 0)
-            columns = bms_add_member(columns, index->rd_index->indkey.values[i] -
-                                                  FirstLowInvalidHeapAttributeNumber);
+            columns = bms_add_member(
+                columns, index->rd_index->indkey.values[i] - FirstLowInvalidHeapAttributeNumber);
     pull_varattnos(stored_index_expression(index, Anum_pg_index_indexprs), 1, &columns);
     pull_varattnos(stored_index_expression(index, Anum_pg_index_indpred), 1, &columns);
     return columns;
@@ -194,7 +196,8 @@ void prepare_index_check(IndexCheck *check, Relation index) {
             // A partition with no index under this one (a foreign table: CREATE INDEX skips
             // them, and the index is valid without it) holds rows the filter never saw.
             foreach (cell, find_inheritance_children(parent_table, NoLock))
-                if (!OidIsValid(check->unindexed_partition) && !list_member_oid(indexed, lfirst_oid(cell)))
+                if (!OidIsValid(check->unindexed_partition) &&
+                    !list_member_oid(indexed, lfirst_oid(cell)))
                     check->unindexed_partition = lfirst_oid(cell);
         }
     }
@@ -247,24 +250,25 @@ IndexCheck *index_check(Relation index) {
     IndexCheck *check =
         static_cast<IndexCheck *>(hash_search(index_checks, &index_oid, HASH_FIND, &found));
     if (found && check->in_use)
-        ereport(ERROR, (errcode(ERRCODE_OBJECT_IN_USE),
-                        errmsg("bloomfilter index \"%s\" cannot be read by the functions of its own expression",
-                               RelationGetRelationName(index))));
+        ereport(
+            ERROR,
+            (errcode(ERRCODE_OBJECT_IN_USE),
+             errmsg(
+                 "bloomfilter index \"%s\" cannot be read by the functions of its own expression",
+                 RelationGetRelationName(index))));
     if (found && check->valid) return check;
     forget_invalid_checks();
     check = static_cast<IndexCheck *>(hash_search(index_checks, &index_oid, HASH_ENTER, &found));
     memset(reinterpret_cast<char *>(check) + sizeof(Oid), 0, sizeof(IndexCheck) - sizeof(Oid));
-    check->context = AllocSetContextCreate(CacheMemoryContext, "bloomfilter index check",
-                                           ALLOCSET_SMALL_SIZES);
+    check->context =
+        AllocSetContextCreate(CacheMemoryContext, "bloomfilter index check", ALLOCSET_SMALL_SIZES);
     // Valid from the start, so that an invalidation that arrives while it is prepared (a
     // partition created meanwhile) marks it to be prepared again by the next check.
     check->valid = true;
     check->in_use = true;
     MemoryContext previous = MemoryContextSwitchTo(check->context);
     PG_TRY();
-    {
-        prepare_index_check(check, index);
-    }
+    { prepare_index_check(check, index); }
     PG_CATCH();
     {
         MemoryContextSwitchTo(previous);
@@ -300,10 +304,12 @@ void check_may_read(Relation index, const IndexCheck *check, const char *functio
     for (int member = -1; (member = bms_next_member(check->columns, member)) >= 0;) {
         const AttrNumber column = AttrNumber(member + FirstLowInvalidHeapAttributeNumber);
         if (pg_attribute_aclcheck(check->heap_oid, column, user, ACL_SELECT) != ACLCHECK_OK)
-            ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-                            errmsg("permission denied for table %s", get_rel_name(check->heap_oid)),
-                            errdetail("%s reads index \"%s\", which needs SELECT on the columns it indexes.",
-                                      function, RelationGetRelationName(index))));
+            ereport(
+                ERROR,
+                (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                 errmsg("permission denied for table %s", get_rel_name(check->heap_oid)),
+                 errdetail("%s reads index \"%s\", which needs SELECT on the columns it indexes.",
+                           function, RelationGetRelationName(index))));
     }
 }
 

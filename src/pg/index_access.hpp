@@ -30,7 +30,7 @@ struct IndexCheck {
     // expression of it is the key.
     bool expression;
     AttrNumber column;  // InvalidAttrNumber: an expression of several columns, or of none
-    Oid column_type;  // of the value: the indexed column's, or the expression's column's
+    Oid column_type;    // of the value: the indexed column's, or the expression's column's
     Oid heap_owner;
     IndexInfo *index_info;
     EState *estate;

@@ -45,8 +45,9 @@ bytea *bloom_am_options(Datum reloptions, bool validate) {
             report_parameters(Status::error_rate_out_of_range, options->capacity,
                               options->error_rate);
         Parameters parameters;
-        report_parameters(size_filter(uint64_t(options->capacity), options->error_rate, &parameters),
-                          options->capacity, options->error_rate);
+        report_parameters(
+            size_filter(uint64_t(options->capacity), options->error_rate, &parameters),
+            options->capacity, options->error_rate);
     }
     return reinterpret_cast<bytea *>(options);
 }
@@ -60,7 +61,7 @@ void bloom_am_build_empty(Relation index) {
 // executor's index_unchanged is only a hint, from the columns an UPDATE names: a BEFORE trigger
 // may have changed the key, so it is not trusted (an unchanged key's page is only read).
 bool bloom_am_insert(Relation index, Datum *values, bool *isnull, ItemPointer, Relation,
-                  IndexUniqueCheck, bool, IndexInfo *) {
+                     IndexUniqueCheck, bool, IndexInfo *) {
     Assert(CheckRelationLockedByMe(index, RowExclusiveLock, true));
     if (isnull[0]) return false;
     add_key(index, index_key_hash(index, values[0]));
@@ -70,13 +71,14 @@ bool bloom_am_insert(Relation index, Datum *values, bool *isnull, ItemPointer, R
 // A Bloom filter cannot forget a key: VACUUM removes nothing from it. bloom_index_info tells
 // when deletes have left it fuller than the table needs (then REINDEX).
 IndexBulkDeleteResult *bloom_am_bulk_delete(IndexVacuumInfo *, IndexBulkDeleteResult *stats,
-                                         IndexBulkDeleteCallback, void *) {
+                                            IndexBulkDeleteCallback, void *) {
     if (stats == nullptr)
         stats = static_cast<IndexBulkDeleteResult *>(palloc0(sizeof(IndexBulkDeleteResult)));
     return stats;
 }
 
-IndexBulkDeleteResult *bloom_am_vacuum_cleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats) {
+IndexBulkDeleteResult *bloom_am_vacuum_cleanup(IndexVacuumInfo *info,
+                                               IndexBulkDeleteResult *stats) {
     if (info->analyze_only) return stats;
     if (stats == nullptr)
         stats = static_cast<IndexBulkDeleteResult *>(palloc0(sizeof(IndexBulkDeleteResult)));
@@ -89,8 +91,8 @@ IndexBulkDeleteResult *bloom_am_vacuum_cleanup(IndexVacuumInfo *info, IndexBulkD
 // No scan can use the index (it has neither amgettuple nor amgetbitmap), so the planner never
 // asks; if it did, the answer is "never".
 void bloom_am_cost_estimate(struct PlannerInfo *, struct IndexPath *, double, Cost *startup_cost,
-                         Cost *total_cost, Selectivity *selectivity, double *correlation,
-                         double *pages) {
+                            Cost *total_cost, Selectivity *selectivity, double *correlation,
+                            double *pages) {
     *startup_cost = 1.0e10;
     *total_cost = 1.0e10;
     *selectivity = 1.0;
@@ -102,7 +104,8 @@ void bloom_am_cost_estimate(struct PlannerInfo *, struct IndexPath *, double, Co
 // one argument of the class's type (or one it is binary-coercible to).
 bool bloom_am_validate(Oid opclass_oid) {
     HeapTuple class_tuple = SearchSysCache1(CLAOID, ObjectIdGetDatum(opclass_oid));
-    if (!HeapTupleIsValid(class_tuple)) elog(ERROR, "cache lookup failed for operator class %u", opclass_oid);
+    if (!HeapTupleIsValid(class_tuple))
+        elog(ERROR, "cache lookup failed for operator class %u", opclass_oid);
     const Form_pg_opclass opclass = reinterpret_cast<Form_pg_opclass>(GETSTRUCT(class_tuple));
     const Oid family = opclass->opcfamily, input_type = opclass->opcintype;
     const char *name = pstrdup(NameStr(opclass->opcname));
@@ -110,12 +113,14 @@ bool bloom_am_validate(Oid opclass_oid) {
     bool valid = true, has_hash = false;
     CatCList *procs = SearchSysCacheList1(AMPROCNUM, ObjectIdGetDatum(family));
     for (int i = 0; i < procs->n_members; i++) {
-        const Form_pg_amproc proc = reinterpret_cast<Form_pg_amproc>(GETSTRUCT(&procs->members[i]->tuple));
+        const Form_pg_amproc proc =
+            reinterpret_cast<Form_pg_amproc>(GETSTRUCT(&procs->members[i]->tuple));
         if (proc->amproclefttype != input_type) continue;
         if (proc->amprocnum != 1 || get_func_rettype(proc->amproc) != INT8OID ||
             get_func_nargs(proc->amproc) != 1) {
-            ereport(INFO, (errmsg("bloomfilter operator class \"%s\" has an invalid support function %d", name,
-                                  proc->amprocnum)));
+            ereport(INFO,
+                    (errmsg("bloomfilter operator class \"%s\" has an invalid support function %d",
+                            name, proc->amprocnum)));
             valid = false;
         } else {
             has_hash = true;
@@ -123,16 +128,18 @@ bool bloom_am_validate(Oid opclass_oid) {
     }
     ReleaseSysCacheList(procs);
     if (!has_hash) {
-        ereport(INFO, (errmsg("bloomfilter operator class \"%s\" has no support function 1", name)));
+        ereport(INFO,
+                (errmsg("bloomfilter operator class \"%s\" has no support function 1", name)));
         valid = false;
     }
     return valid;
 }
 
 IndexScanDesc bloom_am_begin_scan(Relation index, int, int) {
-    ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                    errmsg("bloomfilter index \"%s\" cannot be scanned", RelationGetRelationName(index)),
-                    errhint("Check values with bloom_index_contains().")));
+    ereport(ERROR,
+            (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+             errmsg("bloomfilter index \"%s\" cannot be scanned", RelationGetRelationName(index)),
+             errhint("Check values with bloom_index_contains().")));
     return nullptr;
 }
 void bloom_am_rescan(IndexScanDesc, ScanKey, int, ScanKey, int) {}

@@ -75,8 +75,8 @@ int route_value(Relation table, Datum column_value, Oid *partition) {
     switch (get_partition_strategy(key)) {
         case PARTITION_STRATEGY_HASH: {
             bool isnull = false;
-            const uint64 hash = compute_partition_hash_value(key->partnatts, key->partsupfunc,
-                                                             key->partcollation, &column_value, &isnull);
+            const uint64 hash = compute_partition_hash_value(
+                key->partnatts, key->partsupfunc, key->partcollation, &column_value, &isnull);
             part = bounds->indexes[hash % bounds->nindexes];
             break;
         }
@@ -92,8 +92,7 @@ int route_value(Relation table, Datum column_value, Oid *partition) {
             part = bounds->indexes[offset + 1];
             break;
         }
-        default:
-            return -1;
+        default: return -1;
     }
     if (part < 0) part = bounds->default_index;
     if (part < 0) return 0;
@@ -132,7 +131,8 @@ public:
     // earlier one, may hold the key.
     bool check(KeyHash h) {
         for (int i = 0; i < count_; i++) {
-            found_ = found_ || index_block_contains(leaves_[i].index, leaves_[i].buffer, leaves_[i].block, h);
+            found_ = found_ ||
+                     index_block_contains(leaves_[i].index, leaves_[i].buffer, leaves_[i].block, h);
             ReleaseBuffer(leaves_[i].buffer);
             index_close(leaves_[i].index, NoLock);
         }
@@ -155,8 +155,8 @@ private:
 // Whether a partition's index, under the partitioned index `index` of `table`, may hold the key:
 // only the partition the value routes to is visited when the partition key is the indexed
 // column, every partition otherwise.
-bool partitions_contain(const IndexCheck *check, Oid table, bool routable, Oid index, Datum column_value,
-                        KeyHash h) {
+bool partitions_contain(const IndexCheck *check, Oid table, bool routable, Oid index,
+                        Datum column_value, KeyHash h) {
     Oid routed = InvalidOid;
     if (routable) {
         Relation parent = try_relation_open(table, AccessShareLock);
@@ -171,14 +171,16 @@ bool partitions_contain(const IndexCheck *check, Oid table, bool routable, Oid i
         ListCell *cell;
         foreach (cell, check->parts) {
             const PartIndex *part = static_cast<const PartIndex *>(lfirst(cell));
-            if (part->parent_index != index || (OidIsValid(routed) && part->table != routed)) continue;
+            if (part->parent_index != index || (OidIsValid(routed) && part->table != routed))
+                continue;
             visited = true;
             bool present = false;
             if (part->leaf) {
-                present = !batch.add(part->index, part->table, h) || (batch.full() && batch.check(h));
+                present =
+                    !batch.add(part->index, part->table, h) || (batch.full() && batch.check(h));
             } else {
-                present = batch.check(h) || partitions_contain(check, part->table, part->routable, part->index,
-                                                               column_value, h);
+                present = batch.check(h) || partitions_contain(check, part->table, part->routable,
+                                                               part->index, column_value, h);
             }
             // check() also releases the leaves still in the batch.
             if (present || OidIsValid(routed)) return batch.check(h) || present;
@@ -205,7 +207,8 @@ struct CallSite {
 
 // Opens the index (its table locked first) and what a check of it needs, once the caller may read
 // it and the value's type can be one of its keys.
-IndexCheck *open_for_check(FunctionCallInfo fcinfo, Oid index_oid, Oid value_type, Relation *opened) {
+IndexCheck *open_for_check(FunctionCallInfo fcinfo, Oid index_oid, Oid value_type,
+                           Relation *opened) {
     CallSite *site = static_cast<CallSite *>(fcinfo->flinfo->fn_extra);
     const bool known = site != nullptr && site->index_oid == index_oid;
     Relation index = open_bloomfilter_index(index_oid, known ? site->heap_oid : InvalidOid);
@@ -218,10 +221,12 @@ IndexCheck *open_for_check(FunctionCallInfo fcinfo, Oid index_oid, Oid value_typ
     const Oid user = GetUserId();
     const LocalTransactionId transaction = local_transaction_id();
     const CommandId command = GetCurrentCommandId(false);
-    if (!known || site->user != user || site->transaction != transaction || site->command != command) {
+    if (!known || site->user != user || site->transaction != transaction ||
+        site->command != command) {
         check_may_read(index, check, "bloom_index_contains");
         if (site == nullptr) {
-            site = static_cast<CallSite *>(MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(CallSite)));
+            site = static_cast<CallSite *>(
+                MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(CallSite)));
             fcinfo->flinfo->fn_extra = site;
         }
         *site = CallSite{index_oid, index->rd_index->indrelid, user, transaction, command};
@@ -234,10 +239,10 @@ IndexCheck *open_for_check(FunctionCallInfo fcinfo, Oid index_oid, Oid value_typ
                                RelationGetRelationName(index))));
     if (key_family(value_type) != key_family(check->column_type) ||
         key_family(value_type) == KeyFamily::other)
-        ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
-                        errmsg("index \"%s\" has keys of type %s, not %s",
-                               RelationGetRelationName(index), format_type_be(check->column_type),
-                               format_type_be(value_type))));
+        ereport(ERROR,
+                (errcode(ERRCODE_DATATYPE_MISMATCH),
+                 errmsg("index \"%s\" has keys of type %s, not %s", RelationGetRelationName(index),
+                        format_type_be(check->column_type), format_type_be(value_type))));
     return check;
 }
 
@@ -266,9 +271,7 @@ Datum evaluate_expression(IndexCheck *check, Datum column_value, bool *is_null) 
     Datum key;
     check->in_use = true;
     PG_TRY();
-    {
-        FormIndexDatum(check->index_info, slot, check->estate, &key, is_null);
-    }
+    { FormIndexDatum(check->index_info, slot, check->estate, &key, is_null); }
     PG_CATCH();
     {
         check->in_use = false;
@@ -294,7 +297,8 @@ KeyOutcome key_of(Relation index, IndexCheck *check, Datum value, Oid value_type
         return KeyOutcome::hash;
     }
     Datum column_value;
-    if (!value_as_column(value, value_type, check->column_type, &column_value)) return KeyOutcome::absent;
+    if (!value_as_column(value, value_type, check->column_type, &column_value))
+        return KeyOutcome::absent;
     bool is_null;
     const Datum key = evaluate_expression(check, column_value, &is_null);
     if (!is_null) *h = index_key_hash(index, key);
@@ -306,13 +310,16 @@ KeyOutcome key_of(Relation index, IndexCheck *check, Datum value, Oid value_type
 // takes in the invalidations other sessions sent meanwhile: a partition attached since this
 // transaction first locked the index can be routed to and yet be missing from the partitions
 // listed, which are then worked out again and read again.
-bool partitioned_contains(Relation index, IndexCheck *check, Datum value, Oid value_type, KeyHash h) {
+bool partitioned_contains(Relation index, IndexCheck *check, Datum value, Oid value_type,
+                          KeyHash h) {
     Datum column_value = value;
     // No row of the column's type can hold an integer out of its range.
-    if (!check->expression && !value_as_column(value, value_type, check->column_type, &column_value))
+    if (!check->expression &&
+        !value_as_column(value, value_type, check->column_type, &column_value))
         return false;
     for (;;) {
-        if (partitions_contain(check, check->heap_oid, check->routable, check->index_oid, column_value, h))
+        if (partitions_contain(check, check->heap_oid, check->routable, check->index_oid,
+                               column_value, h))
             return true;
         if (check->valid) return false;
         check = index_check(index);
@@ -321,7 +328,6 @@ bool partitioned_contains(Relation index, IndexCheck *check, Datum value, Oid va
 }
 
 }  // namespace
-
 
 // bloom_index_contains(index, value): false when no row of the index's table has that key
 // (for an expression index: that the expression gives for the value); true when one probably
@@ -334,8 +340,9 @@ extern "C" Datum bloom_index_contains(PG_FUNCTION_ARGS) {
     const KeyOutcome outcome = key_of(index, check, PG_GETARG_DATUM(1), value_type, &h);
     bool present = false;
     if (outcome == KeyOutcome::hash)
-        present = check->partitioned ? partitioned_contains(index, check, PG_GETARG_DATUM(1), value_type, h)
-                                     : index_contains(index, h);
+        present = check->partitioned
+                      ? partitioned_contains(index, check, PG_GETARG_DATUM(1), value_type, h)
+                      : index_contains(index, h);
     index_close(index, NoLock);
     if (outcome == KeyOutcome::null) PG_RETURN_NULL();
     PG_RETURN_BOOL(present);

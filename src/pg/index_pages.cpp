@@ -164,7 +164,8 @@ const IndexLayout &index_layout(Relation index) {
 
 KeyHash index_key_hash(Relation index, Datum value) {
     FmgrInfo *hash = index_getprocinfo(index, 1, 1);
-    return KeyHash{uint64_t(DatumGetInt64(FunctionCall1Coll(hash, index->rd_indcollation[0], value))), 0};
+    return KeyHash{
+        uint64_t(DatumGetInt64(FunctionCall1Coll(hash, index->rd_indcollation[0], value))), 0};
 }
 
 // A data page for a check, pinned; it is read under a share content lock, as every core access
@@ -176,7 +177,8 @@ namespace {
 Buffer pin_data_page(Relation index, const IndexLayout &layout, BlockNumber block) {
     Assert(block >= 1 && block <= layout.data_pages);
     Buffer &recent = layout.recent_buffers[block - 1];
-    if (recent != InvalidBuffer && ReadRecentBuffer(relation_file(index), MAIN_FORKNUM, block, recent))
+    if (recent != InvalidBuffer &&
+        ReadRecentBuffer(relation_file(index), MAIN_FORKNUM, block, recent))
         return recent;
     recent = ReadBuffer(index, block);
     return recent;
@@ -220,9 +222,9 @@ bool index_contains(Relation index, KeyHash h) {
     if (layout.blocks_in_one_page()) {
         const uint64_t start = layout.block_start(h);
         Buffer buffer = pin_data_page(index, layout, layout.page_of(start));
-        const bool present = block_contains_stopping(page_bits(lock_data_page(index, buffer)) +
-                                                         layout.offset_in_page(start),
-                                                     h, p.hashes, p.block_log2);
+        const bool present = block_contains_stopping(
+            page_bits(lock_data_page(index, buffer)) + layout.offset_in_page(start), h, p.hashes,
+            p.block_log2);
         UnlockReleaseBuffer(buffer);
         return present;
     }

@@ -30,7 +30,6 @@ inline RelFileLocator relation_file(Relation relation) { return relation->rd_loc
 inline RelFileNode relation_file(Relation relation) { return relation->rd_node; }
 #endif
 
-
 constexpr uint32_t kIndexMagic = 0x58494c42;  // "BLIX"
 constexpr uint32_t kIndexLayoutVersion = 1;
 constexpr BlockNumber kMetaBlock = 0;
@@ -100,9 +99,7 @@ struct IndexLayout {
     bool blocks_in_one_page() const { return parameters.block_bytes() <= bytes_per_page; }
     BlockNumber page_of(uint64_t byte) const { return BlockNumber(1 + byte / bytes_per_page); }
     uint32_t offset_in_page(uint64_t byte) const { return uint32_t(byte % bytes_per_page); }
-    uint64_t block_start(KeyHash h) const {
-        return key_block_offset(h, parameters) - kHeaderBytes;
-    }
+    uint64_t block_start(KeyHash h) const { return key_block_offset(h, parameters) - kHeaderBytes; }
 };
 
 // The index's layout, read from its metapage once and kept in rd_amcache. Raises XX001 if the

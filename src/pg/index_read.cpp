@@ -41,7 +41,8 @@ void emit_change(void *arg, uint64_t offset, const uint8_t *bytes, uint32_t leng
     bytea *value = static_cast<bytea *>(palloc(VARHDRSZ + length));
     SET_VARSIZE(value, VARHDRSZ + length);
     memcpy(VARDATA(value), bytes, length);
-    Datum values[3] = {LSNGetDatum(out->next), Int64GetDatum(int64(offset)), PointerGetDatum(value)};
+    Datum values[3] = {LSNGetDatum(out->next), Int64GetDatum(int64(offset)),
+                       PointerGetDatum(value)};
     bool nulls[3] = {false, false, false};
     tuplestore_putvalues(out->result->setResult, out->result->setDesc, values, nulls);
     pfree(value);
@@ -89,4 +90,3 @@ extern "C" Datum bloom_index_filter(PG_FUNCTION_ARGS) {
     index_close(index, NoLock);
     PG_RETURN_POINTER(result);
 }
-

@@ -33,16 +33,19 @@ struct VerifyState {
     int64 rows;
 };
 
-void verify_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull, bool, void *arg) {
+void verify_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull, bool,
+                     void *arg) {
     VerifyState *state = static_cast<VerifyState *>(arg);
     state->rows++;
     if (isnull[0]) return;  // NULL keys are never added
     if (!index_contains(index, index_key_hash(index, values[0])))
-        ereport(ERROR, (errcode(ERRCODE_INDEX_CORRUPTED),
-                        errmsg("bloomfilter index \"%s\" lacks the key of row (%u,%u) of table \"%s\"",
-                               RelationGetRelationName(index), ItemPointerGetBlockNumber(tid),
-                               ItemPointerGetOffsetNumber(tid), RelationGetRelationName(state->heap)),
-                        errhint("REINDEX the index; the filter may answer \"absent\" for that row's key.")));
+        ereport(
+            ERROR,
+            (errcode(ERRCODE_INDEX_CORRUPTED),
+             errmsg("bloomfilter index \"%s\" lacks the key of row (%u,%u) of table \"%s\"",
+                    RelationGetRelationName(index), ItemPointerGetBlockNumber(tid),
+                    ItemPointerGetOffsetNumber(tid), RelationGetRelationName(state->heap)),
+             errhint("REINDEX the index; the filter may answer \"absent\" for that row's key.")));
 }
 
 // The rows of one leaf index's table, under the transaction's snapshot.
@@ -52,19 +55,24 @@ int64 verify_leaf(Relation index) {
     // An index built while a row's older versions were alive (indcheckxmin) lacks their keys: a
     // snapshot older than the index could see them.
     if (index->rd_index->indcheckxmin &&
-        !TransactionIdPrecedes(HeapTupleHeaderGetXmin(index->rd_indextuple->t_data), snapshot->xmin))
-        ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-                        errmsg("bloomfilter index \"%s\" cannot be verified with this transaction's snapshot",
-                               RelationGetRelationName(index)),
-                        errhint("Run bloom_index_verify in a new transaction.")));
+        !TransactionIdPrecedes(HeapTupleHeaderGetXmin(index->rd_indextuple->t_data),
+                               snapshot->xmin))
+        ereport(
+            ERROR,
+            (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+             errmsg("bloomfilter index \"%s\" cannot be verified with this transaction's snapshot",
+                    RelationGetRelationName(index)),
+             errhint("Run bloom_index_verify in a new transaction.")));
     IndexInfo *info = makeNode(IndexInfo);
     info->ii_NumIndexAttrs = 1;
     info->ii_NumIndexKeyAttrs = 1;
     info->ii_IndexAttrNumbers[0] = index->rd_index->indkey.values[0];
     // As stored in pg_index, planned by the scan as the owner (see prepare_index_check).
-    info->ii_Expressions = reinterpret_cast<List *>(stored_index_expression(index, Anum_pg_index_indexprs));
+    info->ii_Expressions =
+        reinterpret_cast<List *>(stored_index_expression(index, Anum_pg_index_indexprs));
     Node *predicate = stored_index_expression(index, Anum_pg_index_indpred);
-    info->ii_Predicate = predicate != nullptr ? make_ands_implicit(reinterpret_cast<Expr *>(predicate)) : NIL;
+    info->ii_Predicate =
+        predicate != nullptr ? make_ands_implicit(reinterpret_cast<Expr *>(predicate)) : NIL;
     info->ii_Concurrent = true;  // an MVCC snapshot's rows, as amcheck's heapallindexed
     VerifyState state{heap, 0};
     // The expression and predicate are the owner's code: run as the owner, in a
@@ -72,7 +80,8 @@ int64 verify_leaf(Relation index) {
     Oid caller;
     int security_context;
     GetUserIdAndSecContext(&caller, &security_context);
-    SetUserIdAndSecContext(heap->rd_rel->relowner, security_context | SECURITY_RESTRICTED_OPERATION);
+    SetUserIdAndSecContext(heap->rd_rel->relowner,
+                           security_context | SECURITY_RESTRICTED_OPERATION);
     const int guc_level = NewGUCNestLevel();
     restrict_search_path();
     TableScanDesc scan = table_beginscan_strat(heap, snapshot, 0, nullptr, true, true);

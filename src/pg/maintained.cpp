@@ -38,17 +38,17 @@ namespace {
 
 // The statements run as the tables' owner. %s is the extension's schema, quoted.
 enum Statement {
-    kLookup,        // $1 name: relation, column, key type and shard count of a filter
-    kLockName,      // $1 name: the filter's relation, its row locked
-    kAddText,       // $1 key, $2 name, $3 shards: add the key to its shard
+    kLookup,    // $1 name: relation, column, key type and shard count of a filter
+    kLockName,  // $1 name: the filter's relation, its row locked
+    kAddText,   // $1 key, $2 name, $3 shards: add the key to its shard
     kAddBytea,
     kAddInt8,
     kAddUuid,
-    kDeleteShards,  // $1 name
-    kDeleteFilter,  // $1 name
-    kInsertFilter,  // the configuration row
-    kInsertShards,  // $1 name, $2 bloom[]: one row per element, shard = index - 1
-    kForgetDropped, // configurations (and their shards) whose table no longer exists
+    kDeleteShards,   // $1 name
+    kDeleteFilter,   // $1 name
+    kInsertFilter,   // the configuration row
+    kInsertShards,   // $1 name, $2 bloom[]: one row per element, shard = index - 1
+    kForgetDropped,  // configurations (and their shards) whose table no longer exists
     kStatementCount
 };
 
@@ -63,15 +63,18 @@ constexpr Oid kBloomArray = InvalidOid;
 // Adds a key to its shard: one statement, prepared once for each key type.
 constexpr const char kAddKey[] =
     "UPDATE %1$s.bloom_filter_shards SET f = %1$s.bloom_add(f, $1) "
-    "WHERE name OPERATOR(pg_catalog.=) $2 AND shard OPERATOR(pg_catalog.=) %1$s.bloom_shard($1, $3)";
+    "WHERE name OPERATOR(pg_catalog.=) $2 AND shard OPERATOR(pg_catalog.=) %1$s.bloom_shard($1, "
+    "$3)";
 
 const StatementText kStatements[kStatementCount] = {
     {"SELECT c.relation::pg_catalog.oid, c.column_name, c.key_type::pg_catalog.oid, c.shards "
      "FROM %s.bloom_filters c WHERE c.name OPERATOR(pg_catalog.=) $1",
-     1, {TEXTOID}},
+     1,
+     {TEXTOID}},
     {"SELECT c.relation::pg_catalog.oid FROM %s.bloom_filters c "
      "WHERE c.name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
-     1, {TEXTOID}},
+     1,
+     {TEXTOID}},
     {kAddKey, 3, {TEXTOID, TEXTOID, INT4OID}},
     {kAddKey, 3, {BYTEAOID, TEXTOID, INT4OID}},
     {kAddKey, 3, {INT8OID, TEXTOID, INT4OID}},
@@ -80,15 +83,20 @@ const StatementText kStatements[kStatementCount] = {
     {"DELETE FROM %s.bloom_filters WHERE name OPERATOR(pg_catalog.=) $1", 1, {TEXTOID}},
     {"INSERT INTO %s.bloom_filters (name, relation, column_name, key_type, capacity, error_rate, "
      "shards, shard_capacity) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-     8, {TEXTOID, REGCLASSOID, NAMEOID, REGTYPEOID, INT8OID, FLOAT8OID, INT4OID, INT8OID}},
+     8,
+     {TEXTOID, REGCLASSOID, NAMEOID, REGTYPEOID, INT8OID, FLOAT8OID, INT4OID, INT8OID}},
     {"INSERT INTO %s.bloom_filter_shards (name, shard, f) "
      "SELECT $1, (u.o OPERATOR(pg_catalog.-) 1::pg_catalog.int8)::pg_catalog.int4, u.f "
      "FROM pg_catalog.unnest($2) WITH ORDINALITY AS u (f, o)",
-     2, {TEXTOID, kBloomArray}},
-    {"WITH gone AS (DELETE FROM %1$s.bloom_filters c WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class r "
+     2,
+     {TEXTOID, kBloomArray}},
+    {"WITH gone AS (DELETE FROM %1$s.bloom_filters c WHERE NOT EXISTS (SELECT FROM "
+     "pg_catalog.pg_class r "
      "WHERE r.oid OPERATOR(pg_catalog.=) c.relation::pg_catalog.oid) RETURNING c.name) "
-     "DELETE FROM %1$s.bloom_filter_shards s USING gone WHERE s.name OPERATOR(pg_catalog.=) gone.name",
-     0, {}},
+     "DELETE FROM %1$s.bloom_filter_shards s USING gone WHERE s.name OPERATOR(pg_catalog.=) "
+     "gone.name",
+     0,
+     {}},
 };
 
 // Prepared plans, for the bloom_filters table they were prepared for (a new one after DROP and
@@ -103,7 +111,9 @@ struct Elevation {
     int guc_level;
 };
 
-Oid extension_namespace(FunctionCallInfo fcinfo) { return get_func_namespace(fcinfo->flinfo->fn_oid); }
+Oid extension_namespace(FunctionCallInfo fcinfo) {
+    return get_func_namespace(fcinfo->flinfo->fn_oid);
+}
 
 Oid relation_owner(Oid relation, bool missing_ok) {
     HeapTuple tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relation));
@@ -135,8 +145,8 @@ Elevation elevate(Oid namespace_oid) {
     state.guc_level = NewGUCNestLevel();
     (void)set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
                             GUC_ACTION_SAVE, true, 0, false);
-    SetUserIdAndSecContext(owner, state.saved_context | SECURITY_LOCAL_USERID_CHANGE |
-                                      SECURITY_RESTRICTED_OPERATION);
+    SetUserIdAndSecContext(
+        owner, state.saved_context | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
     return state;
 }
 
@@ -152,9 +162,7 @@ void as_tables_owner(Oid namespace_oid, Body &&body) {
     if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
     Elevation state = elevate(namespace_oid);
     PG_TRY();
-    {
-        body();
-    }
+    { body(); }
     PG_CATCH();
     {
         SetUserIdAndSecContext(state.saved_user, state.saved_context);
@@ -189,7 +197,8 @@ SPIPlanPtr plan(Oid namespace_oid, Statement which) {
         }
         SPIPlanPtr prepared = SPI_prepare(query, statement.nargs, types);
         if (prepared == nullptr)
-            elog(ERROR, "SPI_prepare failed for \"%s\": %s", query, SPI_result_code_string(SPI_result));
+            elog(ERROR, "SPI_prepare failed for \"%s\": %s", query,
+                 SPI_result_code_string(SPI_result));
         SPI_keepplan(prepared);
         plans[which] = prepared;
         pfree(query);
@@ -260,15 +269,20 @@ extern "C" Datum bloom_filter_maintain(PG_FUNCTION_ARGS) {
     TriggerEvent event = trigger_data->tg_event;
     if (!TRIGGER_FIRED_AFTER(event) || !TRIGGER_FIRED_FOR_ROW(event) ||
         !(TRIGGER_FIRED_BY_INSERT(event) || TRIGGER_FIRED_BY_UPDATE(event)))
-        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-                        errmsg("bloom_filter_maintain must be an AFTER INSERT or UPDATE trigger FOR EACH ROW")));
+        ereport(
+            ERROR,
+            (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+             errmsg(
+                 "bloom_filter_maintain must be an AFTER INSERT or UPDATE trigger FOR EACH ROW")));
     if (trigger_data->tg_trigger->tgnargs != 1)
-        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-                        errmsg("bloom_filter_maintain takes the filter's name as its one argument")));
+        ereport(ERROR,
+                (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+                 errmsg("bloom_filter_maintain takes the filter's name as its one argument")));
     const char *filter_name = trigger_data->tg_trigger->tgargs[0];
     Relation relation = trigger_data->tg_relation;
     TupleDesc descriptor = RelationGetDescr(relation);
-    HeapTuple row = TRIGGER_FIRED_BY_UPDATE(event) ? trigger_data->tg_newtuple : trigger_data->tg_trigtuple;
+    HeapTuple row =
+        TRIGGER_FIRED_BY_UPDATE(event) ? trigger_data->tg_newtuple : trigger_data->tg_trigtuple;
     Oid namespace_oid = extension_namespace(fcinfo);
     Datum name_datum = CStringGetTextDatum(filter_name);
 
@@ -278,44 +292,53 @@ extern "C" Datum bloom_filter_maintain(PG_FUNCTION_ARGS) {
         bool is_null;
         Oid filter_relation = InvalidOid;
         if (SPI_processed == 1)
-            filter_relation = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &is_null));
+            filter_relation = DatumGetObjectId(
+                SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &is_null));
         if (!OidIsValid(filter_relation) || !fires_on(filter_relation, RelationGetRelid(relation)))
             ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
                             errmsg("relation \"%s\" has no maintained bloom filter \"%s\"",
                                    RelationGetRelationName(relation), filter_name),
-                            errhint("bloom_filter_maintain works only on the table given to bloom_filter_create.")));
+                            errhint("bloom_filter_maintain works only on the table given to "
+                                    "bloom_filter_create.")));
         HeapTuple config = SPI_tuptable->vals[0];
         TupleDesc config_descriptor = SPI_tuptable->tupdesc;
-        char *column_name = NameStr(*DatumGetName(SPI_getbinval(config, config_descriptor, 2, &is_null)));
+        char *column_name =
+            NameStr(*DatumGetName(SPI_getbinval(config, config_descriptor, 2, &is_null)));
         Oid key_type = DatumGetObjectId(SPI_getbinval(config, config_descriptor, 3, &is_null));
         int32 shards = DatumGetInt32(SPI_getbinval(config, config_descriptor, 4, &is_null));
 
         int column = SPI_fnumber(descriptor, column_name);
         if (column <= 0)
             ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
-                            errmsg("column \"%s\" of maintained bloom filter \"%s\" does not exist in relation \"%s\"",
+                            errmsg("column \"%s\" of maintained bloom filter \"%s\" does not exist "
+                                   "in relation \"%s\"",
                                    column_name, filter_name, RelationGetRelationName(relation))));
         Oid column_type = TupleDescAttr(descriptor, column - 1)->atttypid;
         if (key_type_of(column_type) != key_type || !OidIsValid(key_type))
-            ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
-                            errmsg("column \"%s\" of relation \"%s\" is of type %s, not one maintained bloom filter \"%s\" can hash as %s",
-                                   column_name, RelationGetRelationName(relation), format_type_be(column_type),
-                                   filter_name, format_type_be(key_type))));
+            ereport(ERROR,
+                    (errcode(ERRCODE_DATATYPE_MISMATCH),
+                     errmsg("column \"%s\" of relation \"%s\" is of type %s, not one maintained "
+                            "bloom filter \"%s\" can hash as %s",
+                            column_name, RelationGetRelationName(relation),
+                            format_type_be(column_type), filter_name, format_type_be(key_type))));
         Datum value = heap_getattr(row, column, descriptor, &is_null);
         bool changed = !is_null;
         if (changed && TRIGGER_FIRED_BY_UPDATE(event)) {
             // The key is the value's bytes: an unchanged value adds nothing.
             bool old_null;
-            Datum old_value = heap_getattr(trigger_data->tg_trigtuple, column, descriptor, &old_null);
+            Datum old_value =
+                heap_getattr(trigger_data->tg_trigtuple, column, descriptor, &old_null);
             Form_pg_attribute attribute = TupleDescAttr(descriptor, column - 1);
-            changed = old_null || !datum_image_eq(old_value, value, attribute->attbyval, attribute->attlen);
+            changed = old_null ||
+                      !datum_image_eq(old_value, value, attribute->attbyval, attribute->attlen);
         }
         if (changed) {
             Datum add_values[3] = {key_of(value, column_type), name_datum, Int32GetDatum(shards)};
             run(namespace_oid, add_statement(key_type), add_values, nullptr);
             if (SPI_processed != 1)
                 ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
-                                errmsg("maintained bloom filter \"%s\" has no shard for this key", filter_name),
+                                errmsg("maintained bloom filter \"%s\" has no shard for this key",
+                                       filter_name),
                                 errhint("Rebuild it with bloom_filter_rebuild.")));
         }
     });
@@ -344,7 +367,8 @@ extern "C" Datum bloom_filter_store(PG_FUNCTION_ARGS) {
 
     HeapTuple tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relation));
     if (!HeapTupleIsValid(tuple))
-        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE), errmsg("relation with OID %u does not exist", relation)));
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
+                        errmsg("relation with OID %u does not exist", relation)));
     Form_pg_class form = reinterpret_cast<Form_pg_class>(GETSTRUCT(tuple));
     Oid owner = form->relowner;
     char kind = form->relkind;
@@ -359,23 +383,26 @@ extern "C" Datum bloom_filter_store(PG_FUNCTION_ARGS) {
     // A temporary table would let a role with only TEMP hold a name, and its filter would be
     // left behind by every session's end.
     if (persistence != RELPERSISTENCE_PERMANENT)
-        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                        errmsg("maintained bloom filters follow permanent tables, and \"%s\" is not one",
-                               get_rel_name(relation))));
+        ereport(ERROR,
+                (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                 errmsg("maintained bloom filters follow permanent tables, and \"%s\" is not one",
+                        get_rel_name(relation))));
     AttrNumber column = get_attnum(relation, NameStr(*column_name));
     if (column <= 0)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
-                        errmsg("column \"%s\" of relation \"%s\" does not exist", NameStr(*column_name),
-                               get_rel_name(relation))));
+                        errmsg("column \"%s\" of relation \"%s\" does not exist",
+                               NameStr(*column_name), get_rel_name(relation))));
     Oid column_type = get_atttype(relation, column);
     Oid key_type = key_type_of(column_type);
     if (!OidIsValid(key_type))
         ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
-                        errmsg("bloom filters can follow text, varchar, bytea, smallint, integer, bigint or uuid columns, not %s",
+                        errmsg("bloom filters can follow text, varchar, bytea, smallint, integer, "
+                               "bigint or uuid columns, not %s",
                                format_type_be(column_type))));
     if (ARR_NDIM(filters) != 1 || ARR_DIMS(filters)[0] != shards || array_contains_nulls(filters))
-        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                        errmsg("bloom_filter_store needs exactly %d shard filters, none NULL", shards)));
+        ereport(ERROR,
+                (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                 errmsg("bloom_filter_store needs exactly %d shard filters, none NULL", shards)));
 
     Oid namespace_oid = extension_namespace(fcinfo);
     as_tables_owner(namespace_oid, [&] {
@@ -383,7 +410,8 @@ extern "C" Datum bloom_filter_store(PG_FUNCTION_ARGS) {
         run(namespace_oid, kLockName, name_values, nullptr);
         if (SPI_processed == 1) {
             bool is_null;
-            Oid held_by = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &is_null));
+            Oid held_by = DatumGetObjectId(
+                SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &is_null));
             bool dropped = !OidIsValid(relation_owner(held_by, true));
             if (!dropped && !(replace && held_by == relation))
                 ereport(ERROR, (errcode(ERRCODE_DUPLICATE_OBJECT),
@@ -394,9 +422,14 @@ extern "C" Datum bloom_filter_store(PG_FUNCTION_ARGS) {
             ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
                             errmsg("bloom filter \"%s\" does not exist", filter_name)));
         }
-        Datum filter_values[8] = {name_datum,          ObjectIdGetDatum(relation), NameGetDatum(column_name),
-                                  ObjectIdGetDatum(key_type), Int64GetDatum(capacity), Float8GetDatum(error_rate),
-                                  Int32GetDatum(shards), Int64GetDatum(shard_capacity)};
+        Datum filter_values[8] = {name_datum,
+                                  ObjectIdGetDatum(relation),
+                                  NameGetDatum(column_name),
+                                  ObjectIdGetDatum(key_type),
+                                  Int64GetDatum(capacity),
+                                  Float8GetDatum(error_rate),
+                                  Int32GetDatum(shards),
+                                  Int64GetDatum(shard_capacity)};
         run(namespace_oid, kInsertFilter, filter_values, nullptr);
         Datum shard_values[2] = {name_datum, PointerGetDatum(filters)};
         run(namespace_oid, kInsertShards, shard_values, nullptr);
@@ -409,7 +442,8 @@ extern "C" Datum bloom_filter_store(PG_FUNCTION_ARGS) {
 // the table is gone.
 extern "C" Datum bloom_filter_forget(PG_FUNCTION_ARGS) {
     if (PG_ARGISNULL(0))
-        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("the filter's name must not be NULL")));
+        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+                        errmsg("the filter's name must not be NULL")));
     Datum name_datum = PG_GETARG_DATUM(0);
     char *filter_name = text_to_cstring(DatumGetTextPP(name_datum));
     Oid namespace_oid = extension_namespace(fcinfo);
@@ -420,7 +454,8 @@ extern "C" Datum bloom_filter_forget(PG_FUNCTION_ARGS) {
         bool allowed = false;
         if (SPI_processed == 1) {
             bool is_null;
-            Oid relation = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &is_null));
+            Oid relation = DatumGetObjectId(
+                SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &is_null));
             Oid owner = relation_owner(relation, true);
             allowed = !OidIsValid(owner) || has_privs_of_role(caller, owner);
         }
@@ -438,8 +473,6 @@ extern "C" Datum bloom_filter_forget(PG_FUNCTION_ARGS) {
 // longer exists. Anyone may call it (the sql_drop event trigger does, after every DROP).
 extern "C" Datum bloom_filter_forget_dropped(PG_FUNCTION_ARGS) {
     Oid namespace_oid = extension_namespace(fcinfo);
-    as_tables_owner(namespace_oid, [&] {
-        run(namespace_oid, kForgetDropped, nullptr, nullptr);
-    });
+    as_tables_owner(namespace_oid, [&] { run(namespace_oid, kForgetDropped, nullptr, nullptr); });
     PG_RETURN_VOID();
 }

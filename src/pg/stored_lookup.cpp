@@ -28,7 +28,8 @@ constexpr uint32_t kSeenVersions = 256;
 SeenVersion seen_versions[kSeenVersions];
 
 SeenVersion &seen_version_of(const varatt_external &pointer) {
-    return seen_versions[(pointer.va_valueid ^ pointer.va_toastrelid * 0x9e3779b9u) % kSeenVersions];
+    return seen_versions[(pointer.va_valueid ^ pointer.va_toastrelid * 0x9e3779b9u) %
+                         kSeenVersions];
 }
 
 uint32_t guess_version(const varatt_external &pointer) {
@@ -50,7 +51,8 @@ bool slice_contains(struct varlena *stored, const varatt_external &pointer, KeyB
     Slice slices[2] = {{0, uint32_t(kHeaderBytes), head}, {0, 0, guessed_block}};
     int count = 1;
     if (guessed_blocks > 0 && guessed_blocks <= UINT32_MAX) {
-        slices[1].offset = key_block_offset(h, guessed_version, uint32_t(guessed_blocks), kMinBlockLog2);
+        slices[1].offset =
+            key_block_offset(h, guessed_version, uint32_t(guessed_blocks), kMinBlockLog2);
         slices[1].length = sizeof guessed_block;
         count = 2;
     }
@@ -62,7 +64,8 @@ bool slice_contains(struct varlena *stored, const varatt_external &pointer, KeyB
         if (count == 2 && p.block_log2 == kMinBlockLog2 && p.blocks == guessed_blocks)
             return block_contains(guessed_block, h, p.version, p.hashes, p.block_log2);
     } else {
-        seen_version_of(pointer) = SeenVersion{pointer.va_toastrelid, pointer.va_valueid, p.version};
+        seen_version_of(pointer) =
+            SeenVersion{pointer.va_toastrelid, pointer.va_valueid, p.version};
         h = hash_bytes(p.version, key.data, key.length);
     }
 
