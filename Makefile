@@ -2,7 +2,7 @@
 #   make demo   set up everything on a fresh Debian machine and run the article's scenario
 #   make check  the short loop: build, unit tests and pg_regress on a throwaway cluster (< 2 min)
 #   make deps   install the Debian packages the other targets use (test/bootstrap.sh)
-#   make test   unit tests, sanitizers, fuzz smoke, the pg_regress suite and the Python client's
+#   make test   format check, unit tests, sanitizers, fuzz smoke, the pg_regress suite and the Python client's
 #               tests on throwaway clusters, then the TAP tests (t/, prove); needs `make deps` once
 #   make bench  benchmarks, printed as ratios measured side by side
 
@@ -65,8 +65,8 @@ build/regress:
 # PGXS tracks no header dependencies: every object depends on every header.
 $(OBJS): $(wildcard src/core/*.hpp src/pg/*.hpp)
 
-.PHONY: deps demo check test deb dist meta-test unit-test regress-test regress-list tap-test python-test \
-        golden-vectors bench format-check format
+.PHONY: deps demo test deb dist meta-test unit-test regress-test regress-list tap-test python-test \
+        golden-vectors bench check format-check format
 
 deps:
 	@test/bootstrap.sh
