@@ -2,8 +2,9 @@
 #   make demo   set up everything on a fresh Debian machine and run the article's scenario
 #   make check  the short loop: build, unit tests and pg_regress on a throwaway cluster (< 2 min)
 #   make deps   install the Debian packages the other targets use (test/bootstrap.sh)
-#   make test   format check, unit tests, sanitizers, fuzz smoke, the pg_regress suite and the Python client's
-#               tests on throwaway clusters, then the TAP tests (t/, prove); needs `make deps` once
+#   make test   format check, unit tests, sanitizers, fuzz smoke, the pg_regress suite and the
+#               Python client's tests on throwaway clusters, then the TAP tests (t/, prove); needs
+#               `make deps` once
 #   make bench  benchmarks, printed as ratios measured side by side
 
 EXTENSION = bloomfilter
