@@ -13,14 +13,19 @@ CORE_OBJS = src/core/bloom.o src/core/distinct.o
 OBJS = $(CORE_OBJS) src/pg/glue.o src/pg/bloom_type.o src/pg/bloom_ops.o \
        src/pg/toast_slices.o src/pg/statement_cache.o src/pg/stored_lookup.o \
        src/pg/bloom_agg.o src/pg/agg_state.o src/pg/agg_serial.o src/pg/maintained.o \
-       src/pg/index_am.o src/pg/index_access.o src/pg/index_contains.o src/pg/index_read.o \
+       src/pg/index_am.o src/pg/index_access.o src/pg/index_contains.o src/pg/index_read.o src/pg/index_verify.o \
        src/pg/index_hash.o src/pg/init.o
 DATA = bloomfilter--1.0.sql bloomfilter--1.0--1.1.sql bloomfilter--1.1--1.2.sql \
        bloomfilter--1.2--1.3.sql bloomfilter--1.3.sql bloomfilter--1.3--1.4.sql \
-       bloomfilter--1.4--2.0.sql bloomfilter--2.0.sql
+       bloomfilter--1.4--2.0.sql bloomfilter--2.0.sql bloomfilter--2.0--2.1.sql
 REGRESS = million_emails types functions aggregates aggregate_nulls aggregate_memory storage formats errors \
-          maintained privileges security index index_privileges index_partitions signup
+          maintained privileges security index index_privileges index_partitions index_owner_code signup
 REGRESS_OPTS = --outputdir=$(CURDIR)/build/regress
+# Isolation specs (specs/*.spec, expected/*.out): checks interleaved with concurrent DDL and
+# inserts. `make installcheck` runs them after REGRESS.
+ISOLATION = reindex_concurrently drop_index_concurrently attach_partition detach_partition \
+            create_index_concurrently insert_during_check
+ISOLATION_OPTS = --load-extension=bloomfilter --outputdir=$(CURDIR)/build/isolation
 
 PG_CONFIG ?= pg_config
 # PG_CXXFLAGS_EXTRA: more flags for the extension's objects, e.g. -Werror (test/matrix.sh).
@@ -59,15 +64,15 @@ $(shell mkdir -p $(sort $(dir $(OBJS))))
 endif
 
 # pg_regress writes its results there but does not create it.
-installcheck: | build/regress
-build/regress:
+installcheck: | build/regress build/isolation
+build/regress build/isolation:
 	@mkdir -p $@
 
 # PGXS tracks no header dependencies: every object depends on every header.
 $(OBJS): $(wildcard src/core/*.hpp src/pg/*.hpp)
 
 .PHONY: deps demo test deb dist meta-test unit-test regress-test regress-list tap-test python-test \
-        golden-vectors bench check format-check format
+        golden-vectors bench isolation-test check format-check format
 
 deps:
 	@test/bootstrap.sh
@@ -107,6 +112,10 @@ unit-test: build/unit_test build/unit_test_sanitized
 
 regress-test:
 	test/run-regress.sh
+
+# The isolation specs alone on a throwaway cluster (regress-test runs them too).
+isolation-test:
+	test/run-isolation.sh
 
 # The short loop, under two minutes on two cores: build, install, the core's unit tests, and
 # pg_regress on a throwaway cluster on a fresh install, with the isolation specs that ISOLATION
@@ -154,7 +163,8 @@ test: all
 	@mkdir -p build
 	@{ test/run-tap.sh $(PROVE_FLAGS) 2>&1; echo $$? >build/tap.status; } | tee build/tap.log; exit $$(cat build/tap.status)
 	@echo "make test: passed: META.json, format, unit tests (plain and sanitized), fuzz smoke ($(words $(FUZZ_TARGETS)) targets)," \
-	  "pg_regress ($(words $(REGRESS)) files, fresh and upgraded from 1.0), Python client," \
+	  "pg_regress ($(words $(REGRESS)) files, fresh and upgraded from 1.0)," \
+	  "isolation ($(words $(ISOLATION)) specs), Python client," \
 	  "TAP: $$(sed -n 's/^\(Files=[0-9]*, Tests=[0-9]*\),.*/\1/p' build/tap.log)"
 
 # The C and C++ sources against .clang-format, with clang-format-14 (test/bootstrap.sh installs

@@ -180,6 +180,45 @@ row "a) bloom_index_contains TPS / SELECT 1 TPS" "$index_select1" ">=" 0.85
 row "a) bloom_index_contains TPS / unique-index probe TPS" "$index_unique" ">=" 1.25
 row "a) bloom_index_contains, 64-partition index / 64-partition probe TPS" "$index_partitioned" ">=" 4
 
+# The check inside a statement, where no round trip hides its cost: 200,000 absent emails, each
+# checked by bloom_index_contains and by an EXISTS probe of the unique index (a nested loop), the
+# scan's own time subtracted; and the shared buffers each touches per check.
+sql -c "CREATE TABLE absent_emails AS SELECT 'ghost' || i || '@mail.com' AS email FROM generate_series(1, 200000) i" \
+    -c "VACUUM (FREEZE, ANALYZE) absent_emails" >/dev/null
+inline_settings="SET max_parallel_workers_per_gather = 0; SET enable_hashjoin = off; SET enable_mergejoin = off"
+inline_index="SELECT count(*) FROM absent_emails WHERE bloom_index_contains('users_email_bloom', email)"
+inline_probe="SELECT count(*) FROM absent_emails a WHERE EXISTS (SELECT 1 FROM users u WHERE u.email = a.email)"
+inline_scan="SELECT count(*) FROM absent_emails WHERE length(email) < 0"
+sql -c "$inline_settings" -c "EXPLAIN (COSTS OFF) $inline_probe" | grep -q 'Nested Loop' \
+  || fail "the EXISTS probe is not a nested loop"
+inline=$(timed_queries "$ROUNDS" "$inline_settings" scan="$inline_scan" index="$inline_index" probe="$inline_probe")
+# buffers_per_check QUERY: shared buffers the query touched beyond the scan's, per candidate.
+buffers_per_check() {
+  local plan
+  plan=$(sql -c "$inline_settings" -c "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, FORMAT JSON) $1")
+  python3 -c 'import json, sys; print(json.loads(sys.argv[1])[0]["Plan"]["Shared Hit Blocks"])' "$plan"
+}
+scan_buffers=$(buffers_per_check "$inline_scan")
+# per_check_us "SCAN_MS..." "QUERY_MS...": microseconds per candidate beyond the scan, round by round.
+per_check_us() {
+  paste <(tr -s ' ' '\n' <<<"$1" | grep .) <(tr -s ' ' '\n' <<<"$2" | grep .) \
+    | awk 'NF == 2 { printf "%.4f\n", ($2 - $1) * 1000 / 200000 }' | xargs
+}
+index_runs=$(per_check_us "$(times_of "$inline" scan)" "$(times_of "$inline" index)")
+probe_runs=$(per_check_us "$(times_of "$inline" scan)" "$(times_of "$inline" probe)")
+# shellcheck disable=SC2086
+index_us=$(median $index_runs)
+# shellcheck disable=SC2086
+probe_us=$(median $probe_runs)
+index_ratio=$(median_ratio "$probe_runs" "$index_runs")
+index_buffers=$(awk -v a="$(buffers_per_check "$inline_index")" -v s="$scan_buffers" 'BEGIN {printf "%.2f", (a - s) / 200000}')
+probe_buffers=$(awk -v a="$(buffers_per_check "$inline_probe")" -v s="$scan_buffers" 'BEGIN {printf "%.2f", (a - s) / 200000}')
+echo "inside a statement, per absent email: bloom_index_contains $index_us us ($index_buffers shared buffers)," \
+  "unique-index probe $probe_us us ($probe_buffers shared buffers); the backend waited for a CPU $(waited_share "$inline") of the time"
+row "a) in a statement: unique-index probe us / bloom_index_contains us" "$index_ratio" ">=" 4
+row "a) in a statement: shared buffers per check, bloom_index_contains" "$index_buffers" "<=" 1
+row "a) in a statement: shared buffers per check, unique-index probe (context)" "$probe_buffers"
+
 # timed_queries ROUNDS SETTINGS LABEL=QUERY ...: in one session, one untimed run of each query,
 # then ROUNDS rounds of all of them in rotating order. Prints "LABEL milliseconds" lines, and
 # "waited milliseconds": how long the backend waited for a CPU over the timed runs.

@@ -31,6 +31,7 @@ $primary->wait_for_catchup($standby);
 is($standby->safe_psql('postgres', $filter), $primary->safe_psql('postgres', $filter),
 	'the standby holds the primary\'s filters');
 is($standby->safe_psql('postgres', $missing), '0', 'the standby finds every row');
+is($standby->safe_psql('postgres', $VERIFY_USERS), 't|t', 'bloom_index_verify on the standby: no key missing');
 is($standby->safe_psql('postgres', q{SELECT bloom_index_contains('users_email_bloom', 'ghost@mail.com')}),
 	'f', 'the standby answers "absent"');
 
@@ -43,6 +44,7 @@ $primary->safe_psql('postgres', q{
 });
 kill9_and_restart($primary);
 is($primary->safe_psql('postgres', $missing), '0', 'after crash recovery every committed row is found');
+is($primary->safe_psql('postgres', $VERIFY_USERS), 't|t', 'bloom_index_verify after crash recovery: no key missing');
 # The bits: every committed key's, and of the rolled-back keys at most theirs (their WAL need
 # not reach the disk before the crash).
 my $bits = q{substring(%s::bytea FROM 37)};

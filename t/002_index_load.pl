@@ -44,6 +44,7 @@ is($node->safe_psql('postgres',
 my $fn_reindex = $node->safe_psql('postgres', $missing);
 note("false negatives: concurrent-inserts-and-reindex-concurrently $fn_reindex");
 is($fn_reindex, '0', "every committed row is found after REINDEX CONCURRENTLY under load ($after rows)");
+is($node->safe_psql('postgres', $VERIFY_USERS), 't|t', 'bloom_index_verify after REINDEX CONCURRENTLY: no key missing');
 
 # SIGKILL while the clients insert: every row committed before the kill is found after recovery.
 $run = start_inserts(30);
@@ -57,6 +58,7 @@ cmp_ok($recovered, '>=', $committed_before_kill,
 my $fn_crash = $node->safe_psql('postgres', $missing);
 note("false negatives: sigkill-under-load $fn_crash");
 is($fn_crash, '0', 'every committed row is found after crash recovery');
+is($node->safe_psql('postgres', $VERIFY_USERS), 't|t', 'bloom_index_verify after crash recovery: no key missing');
 
 $node->stop;
 done_testing();

@@ -82,6 +82,8 @@ is($node->safe_psql('postgres',
 is($node->safe_psql('postgres', q{SELECT indisvalid, (SELECT count(*) FROM users WHERE NOT bloom_index_contains('users_email_bloom', email))
 		FROM pg_index WHERE indexrelid = 'users_email_bloom'::regclass}),
 	't|0', 'bloomfilter index: valid, every committed email found');
+is($node->safe_psql('postgres', q{SELECT bloom_index_verify('users_email_bloom') = count(*) FROM users}),
+	't', 'bloom_index_verify after crash recovery: no key missing');
 # Rolled-back inserts, and those in flight at the kill, may have left bits: the index holds
 # every bit of bloom_agg over the committed rows, and perhaps more. Its union with that filter
 # is itself (past the 36-byte header, whose count of keys is the build's).
@@ -93,6 +95,8 @@ $node->safe_psql('postgres', 'REINDEX INDEX CONCURRENTLY users_email_bloom');
 is($node->safe_psql('postgres', qq{SELECT bloom_index_filter('users_email_bloom') = ($agg_sql), needs_rebuild
 		FROM bloom_index_info('users_email_bloom')}),
 	't|f', 'after REINDEX CONCURRENTLY the index equals bloom_agg over the committed rows and needs no rebuild');
+is($node->safe_psql('postgres', q{SELECT bloom_index_verify('users_email_bloom') = count(*) FROM users}),
+	't', 'bloom_index_verify after REINDEX CONCURRENTLY: no key missing');
 
 $node->stop;
 done_testing();

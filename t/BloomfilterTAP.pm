@@ -9,8 +9,8 @@ use PostgreSQL::Test::Cluster;
 use Test::More;
 use Time::HiRes qw(usleep time);
 
-our @EXPORT = qw(init_node new_node create_users sql_error node_run start_pgbench finish_pgbench stop_pgbench
-  kill9_and_restart $MISSING_USERS);
+our @EXPORT = qw(init_node new_node create_users sql_error node_run start_pgbench finish_pgbench
+  stop_pgbench kill9_and_restart $MISSING_USERS $VERIFY_USERS);
 
 # init_node(NODE, %init_options): initdb for NODE with an encoding and a locale of its own (UTF8,
 # C.UTF-8), never the caller's: with no LANG, initdb would pick SQL_ASCII and the C locale.
@@ -52,6 +52,10 @@ sub create_users {
 # The rows of users that either index misses (the second through its expression).
 our $MISSING_USERS = q{SELECT count(*) FROM users WHERE NOT bloom_index_contains('users_email_bloom', email)
 	OR NOT bloom_index_contains('users_email_ci_bloom', upper(email))};
+
+# bloom_index_verify of both indexes of users: 't|t' when each checked every row.
+our $VERIFY_USERS = q{SELECT bloom_index_verify('users_email_bloom') = count(*),
+	bloom_index_verify('users_email_ci_bloom') = count(*) FROM users};
 
 # sql_error(NODE, DATABASE, SQL): runs SQL in one psql session and returns the SQLSTATE of its
 # first error ('none' without one) and the seconds the session took.

@@ -223,7 +223,8 @@ EOF
   fi
 }
 
-# `make installcheck` on the version's cluster. Sets SUITE_RESULT.
+# `make installcheck` on the version's cluster. Sets SUITE_RESULT. The pg_regress suite only
+# (ISOLATION emptied): the isolation specs' expected output is checked on PostgreSQL 15.
 run_suite() {
   local v=$1 root src log passed failed total
   root=$(root_of "$v")
@@ -231,7 +232,7 @@ run_suite() {
   log=$LOGS/suite-$v.log
   mkdir -p "$root$src/build/regress"
   total=$(make -s --no-print-directory -C "$SOURCE" regress-list | wc -w)
-  if long in_env "$v" make -C "$src" -s installcheck PG_CONFIG="$(pg_config_of "$v")" >"$log" 2>&1; then
+  if long in_env "$v" make -C "$src" -s installcheck ISOLATION= PG_CONFIG="$(pg_config_of "$v")" >"$log" 2>&1; then
     passed=$(sed -nE 's/.*All ([0-9]+) tests passed.*/\1/p' "$log")
     SUITE_RESULT="${passed:-?} of $total tests passed"
     [ "${passed:-0}" -eq "$total" ]

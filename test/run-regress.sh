@@ -28,12 +28,11 @@ fi
 trap cluster_cleanup_all EXIT
 cluster_start regress "max_parallel_workers_per_gather = 2" "max_worker_processes = 8"
 mkdir -p build/regress build/regress-upgrade
-# pg_regress's and pg_isolation_regress's differences (PGXS puts the latter in output_iso/).
-rm -f build/regress/regression.diffs output_iso/regression.diffs
+# Runs REGRESS, then the isolation specs (ISOLATION).
+rm -f build/regress/regression.diffs build/isolation/regression.diffs
 if ! make -s installcheck PG_CONFIG="$PG_CONFIG" "${chosen[@]}"; then
-  for diffs in build/regress/regression.diffs output_iso/regression.diffs; do
-    [ ! -f "$diffs" ] || head -200 "$diffs"
-  done
+  [ ! -f build/regress/regression.diffs ] || head -200 build/regress/regression.diffs
+  [ ! -f build/isolation/regression.diffs ] || cat build/isolation/regression.diffs
   exit 1
 fi
 [ -z "$fresh_only" ] || exit 0

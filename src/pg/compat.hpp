@@ -18,6 +18,9 @@ extern "C" {
 
 extern "C" {
 #include "access/toast_internals.h"
+#include "catalog/pg_namespace.h"
+#include "storage/proc.h"
+#include "utils/acl.h"
 #include "utils/guc.h"
 }
 
@@ -43,6 +46,24 @@ inline void restrict_search_path() {
 #else
     set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
                       GUC_ACTION_SAVE, true, 0, false);
+#endif
+}
+
+// This backend's local transaction id: in MyProc->vxid from 17 on.
+inline LocalTransactionId local_transaction_id() {
+#if PG_VERSION_NUM >= 170000
+    return MyProc->vxid.lxid;
+#else
+    return MyProc->lxid;
+#endif
+}
+
+// A role's privilege on a schema: object_aclcheck from 16 on.
+inline AclResult schema_aclcheck(Oid schema, Oid role, AclMode mode) {
+#if PG_VERSION_NUM >= 160000
+    return object_aclcheck(NamespaceRelationId, schema, role, mode);
+#else
+    return pg_namespace_aclcheck(schema, role, mode);
 #endif
 }
 }  // namespace bloomfilter

@@ -17,6 +17,7 @@ extern "C" {
 #include "utils/memutils.h"
 #include "utils/rls.h"
 #include "utils/syscache.h"
+#include "storage/lmgr.h"
 }
 
 
@@ -52,7 +53,13 @@ void check_partitions_indexed(Relation index, const IndexCheck *check) {
                         errhint("Check the other partitions' indexes, and query that partition itself.")));
 }
 
-Relation open_bloomfilter_index(Oid index_oid) {
+// The table is locked before its index, as an index scan does (and amcheck): REINDEX, DROP
+// INDEX and DETACH PARTITION CONCURRENTLY wait for the lockers of the table before they stop
+// maintaining an index, so an index read in this transaction stays maintained until it ends, and
+// the first lock of the table in a transaction takes in the invalidations sent before it.
+Relation open_bloomfilter_index(Oid index_oid, Oid heap_oid) {
+    if (!OidIsValid(heap_oid)) heap_oid = IndexGetRelation(index_oid, true);
+    if (OidIsValid(heap_oid)) LockRelationOid(heap_oid, AccessShareLock);
     Relation index = try_relation_open(index_oid, AccessShareLock);
     if (index == nullptr)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
@@ -60,8 +67,26 @@ Relation open_bloomfilter_index(Oid index_oid) {
     if (!is_bloomfilter_index(index))
         ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
                         errmsg("\"%s\" is not a bloomfilter index", RelationGetRelationName(index))));
+    // The table of an index never changes; a different one means the OID was reused meanwhile.
+    if (!OidIsValid(heap_oid) || heap_oid != index->rd_index->indrelid)
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
+                        errmsg("could not open the table of index \"%s\"", RelationGetRelationName(index))));
+    Assert(CheckRelationOidLockedByMe(heap_oid, AccessShareLock, true));
     check_valid(index);
     return index;
+}
+
+// The index's expressions or predicate as stored in pg_index. Not the relcache's copies: those
+// have SQL functions inlined, their bodies parsed with the search_path of whoever loaded them in
+// this backend, a caller who may have put a schema of its own first. The expressions are planned
+// when first evaluated, as the table's owner with a safe search_path (bloom_index_contains).
+Node *stored_index_expression(Relation index, AttrNumber attribute) {
+    bool isnull;
+    const Datum stored = SysCacheGetAttr(INDEXRELID, index->rd_indextuple, attribute, &isnull);
+    if (isnull) return nullptr;
+    Node *node = static_cast<Node *>(stringToNode(TextDatumGetCString(stored)));
+    fix_opfuncids(node);
+    return node;
 }
 
 namespace {
@@ -102,19 +127,6 @@ void forget_invalid_checks() {
     hash_seq_init(&scan, index_checks);
     for (IndexCheck *check; (check = static_cast<IndexCheck *>(hash_seq_search(&scan))) != nullptr;)
         if (!check->valid && !check->in_use) forget_index_check(check);
-}
-
-// The index's expressions or predicate as stored in pg_index. Not the relcache's copies: those
-// have SQL functions inlined, their bodies parsed with the search_path of whoever loaded them in
-// this backend, a caller who may have put a schema of its own first. The expressions are planned
-// when first evaluated, as the table's owner with a safe search_path (bloom_index_contains).
-Node *stored_index_expression(Relation index, AttrNumber attribute) {
-    bool isnull;
-    const Datum stored = SysCacheGetAttr(INDEXRELID, index->rd_indextuple, attribute, &isnull);
-    if (isnull) return nullptr;
-    Node *node = static_cast<Node *>(stringToNode(TextDatumGetCString(stored)));
-    fix_opfuncids(node);
-    return node;
 }
 
 // The index's table's columns it reads: key columns, and those of its expressions and predicate
@@ -187,8 +199,9 @@ void prepare_index_check(IndexCheck *check, Relation index) {
         }
     }
     check->expression = index->rd_index->indkey.values[0] == 0;
+    // A domain's values are its base type's: hashed and routed as those.
     if (!check->expression) {
-        check->column_type = TupleDescAttr(RelationGetDescr(index), 0)->atttypid;
+        check->column_type = getBaseType(TupleDescAttr(RelationGetDescr(index), 0)->atttypid);
         return;
     }
     Node *expressions = stored_index_expression(index, Anum_pg_index_indexprs);
@@ -203,8 +216,15 @@ void prepare_index_check(IndexCheck *check, Relation index) {
     // A copy: the relation's own descriptor is reference-counted per transaction.
     TupleDesc descriptor = CreateTupleDescCopy(RelationGetDescr(heap));
     table_close(heap, NoLock);
-    check->column_type = TupleDescAttr(descriptor, check->column - 1)->atttypid;
-    check->index_info = BuildIndexInfo(index);
+    check->column_type = getBaseType(TupleDescAttr(descriptor, check->column - 1)->atttypid);
+    // Not BuildIndexInfo(): it loads the relcache's copies of the expressions and predicate,
+    // which the planner's constant folding makes as whoever loads them, here the caller, running
+    // the owner's immutable functions with the caller's rights. FormIndexDatum needs the key's
+    // column and expression alone, and plans the expression when first evaluated, as the owner.
+    check->index_info = makeNode(IndexInfo);
+    check->index_info->ii_NumIndexAttrs = 1;
+    check->index_info->ii_NumIndexKeyAttrs = 1;
+    check->index_info->ii_IndexAttrNumbers[0] = 0;
     check->index_info->ii_Expressions = reinterpret_cast<List *>(expressions);
     check->estate = CreateExecutorState();
     check->slot = MakeSingleTupleTableSlot(descriptor, &TTSOpsVirtual);
@@ -263,6 +283,13 @@ IndexCheck *index_check(Relation index) {
 // statements.
 void check_may_read(Relation index, const IndexCheck *check, const char *function) {
     const Oid user = GetUserId();
+    // As a query of the table would need: USAGE on its schema (an OID reaches it without one).
+    const Oid schema = get_rel_namespace(check->heap_oid);
+    if (schema_aclcheck(schema, user, ACL_USAGE) != ACLCHECK_OK)
+        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                        errmsg("permission denied for schema %s", get_namespace_name(schema)),
+                        errdetail("%s reads index \"%s\" of a table in that schema.", function,
+                                  RelationGetRelationName(index))));
     if (check_enable_rls(check->heap_oid, InvalidOid, false) == RLS_ENABLED)
         ereport(ERROR,
                 (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),

@@ -46,15 +46,18 @@ struct PartIndex {
     bool routable;  // a partitioned table, partitioned by the indexed column alone
 };
 
-// Opens a bloomfilter index (AccessShareLock) that answers: 42809 if it is not a bloomfilter
-// index, 55000 if it may miss keys.
-Relation open_bloomfilter_index(Oid index_oid);
+// Opens a bloomfilter index (AccessShareLock, its table's first) that answers: 42809 if it is not
+// a bloomfilter index, 55000 if it may miss keys. `heap_oid`: its table, when known already.
+Relation open_bloomfilter_index(Oid index_oid, Oid heap_oid = InvalidOid);
 // Errors with 55000 when an index may miss keys.
 void check_valid(Relation index);
 // Errors with 55000 when a partitioned index may miss keys: a partition has no index under it.
 void check_partitions_indexed(Relation index, const IndexCheck *check);
 // What a check needs of the index, kept in this backend until the index or its table changes.
 IndexCheck *index_check(Relation index);
+// The index's expressions (Anum_pg_index_indexprs) or predicate (Anum_pg_index_indpred) as
+// stored in pg_index, unplanned, or null.
+Node *stored_index_expression(Relation index, AttrNumber attribute);
 // Errors unless the caller may learn what the index holds (42501).
 void check_may_read(Relation index, const IndexCheck *check, const char *function);
 

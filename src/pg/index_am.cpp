@@ -15,6 +15,7 @@ extern "C" {
 #include "catalog/pg_amproc.h"
 #include "catalog/pg_opclass.h"
 #include "commands/vacuum.h"
+#include "storage/buf_internals.h"
 #include "storage/lmgr.h"
 #include "utils/catcache.h"
 #include "utils/memutils.h"
@@ -229,40 +230,27 @@ bool places_set(Page page, const BitPlace *places, uint32_t n) {
     return true;
 }
 
-// Sets bits of a data page whose buffer is exclusively locked, and logs them in a generic WAL
-// record (RM_GENERIC_ID) whose delta holds the changed bytes alone. It is the record
-// GenericXLogFinish writes and generic_redo replays (fragments of a 2-byte page offset, a 2-byte
-// length and the bytes), without copying the page twice and comparing all 8 kB of it to find
-// the few bytes a key changes.
+#ifdef USE_ASSERT_CHECKING
+// How many bytes of bits a page's layout leaves room for, from its own header.
+uint32_t bytes_per_page_room(Page page) {
+    return uint32_t(PageGetSpecialPointer(page) - reinterpret_cast<char *>(page_bits(page)));
+}
+#endif
+
+// Sets bits of a data page whose buffer is exclusively locked, logged through the generic WAL
+// API as contrib/bloom logs its pages: GenericXLogFinish finds the changed bytes itself, and its
+// record format stays generic_xlog.c's own.
 void set_bits_logged(Relation index, Buffer buffer, const BitPlace *places, uint32_t n) {
-    Page page = BufferGetPage(buffer);
+    Assert(LWLockHeldByMeInMode(BufferDescriptorGetContentLock(GetBufferDescriptor(buffer - 1)),
+                                LW_EXCLUSIVE));
+    GenericXLogState *xlog = GenericXLogStart(index);
+    Page page = GenericXLogRegisterBuffer(xlog, buffer, 0);
     uint8_t *bits = page_bits(page);
-    constexpr Size kFragmentBytes = 2 * sizeof(OffsetNumber) + 1;
-    char *delta = static_cast<char *>(palloc(n * kFragmentBytes));
-    START_CRIT_SECTION();
-    for (uint32_t i = 0; i < n; i++) bits[places[i].byte] |= places[i].mask;
-    Size length = 0;
     for (uint32_t i = 0; i < n; i++) {
-        bool logged = false;
-        for (uint32_t j = 0; j < i; j++) logged |= places[j].byte == places[i].byte;
-        if (logged) continue;
-        const OffsetNumber offset = OffsetNumber(bits + places[i].byte - reinterpret_cast<uint8_t *>(page));
-        const OffsetNumber one = 1;
-        memcpy(delta + length, &offset, sizeof offset);
-        memcpy(delta + length + sizeof offset, &one, sizeof one);
-        delta[length + 2 * sizeof(OffsetNumber)] = char(bits[places[i].byte]);
-        length += kFragmentBytes;
+        Assert(places[i].byte < bytes_per_page_room(page));
+        bits[places[i].byte] |= places[i].mask;
     }
-    MarkBufferDirty(buffer);
-    if (RelationNeedsWAL(index)) {
-        XLogBeginInsert();
-        XLogRegisterBuffer(0, buffer, REGBUF_STANDARD);
-        XLogRegisterBufData(0, delta, uint32(length));
-        const XLogRecPtr lsn = XLogInsert(RM_GENERIC_ID, 0);  // PageSetLSN uses its argument twice
-        PageSetLSN(page, lsn);
-    }
-    END_CRIT_SECTION();
-    pfree(delta);
+    GenericXLogFinish(xlog);
 }
 
 // Sets the key's bits. A page whose bits are all set already is only read: a key added again
@@ -292,6 +280,7 @@ void add_key(Relation index, KeyHash h) {
 // may have changed the key, so it is not trusted (an unchanged key's page is only read).
 bool bloom_am_insert(Relation index, Datum *values, bool *isnull, ItemPointer, Relation,
                   IndexUniqueCheck, bool, IndexInfo *) {
+    Assert(CheckRelationLockedByMe(index, RowExclusiveLock, true));
     if (isnull[0]) return false;
     add_key(index, index_key_hash(index, values[0]));
     return false;
@@ -431,27 +420,26 @@ KeyHash index_key_hash(Relation index, Datum value) {
     return KeyHash{uint64_t(DatumGetInt64(FunctionCall1Coll(hash, index->rd_indcollation[0], value))), 0};
 }
 
-// A data page for a check, pinned but not locked. Bits only ever go from 0 to 1, under an
-// exclusive lock, and a writer's page image is the page as it was plus its key's bits, so a
-// reader sees each byte either as it was or with more bits set: a key whose insert finished
-// before the check began is found, as the visibility map is read under a pin alone. The buffer
-// the page was found in last time is tried first: when it still holds the page, the buffer
-// mapping table is not searched. The page is checked either way (a few loads of the header and
-// special space, which never change once the page is made): the buffer may hold the page read
-// again from disk since, and the buffer manager takes a page of zeros for a valid one.
+// A data page for a check, pinned; it is read under a share content lock, as every core access
+// method reads its pages: on a hot standby, redo of a full-page image zeroes the buffer and then
+// copies the image in under an exclusive lock, so a reader with a pin alone could see zeros. The
+// buffer the page was found in last time is tried first: when it still holds the page, the
+// buffer mapping table is not searched.
 namespace {
 Buffer pin_data_page(Relation index, const IndexLayout &layout, BlockNumber block) {
+    Assert(block >= 1 && block <= layout.data_pages);
     Buffer &recent = layout.recent_buffers[block - 1];
-    if (recent != InvalidBuffer && ReadRecentBuffer(relation_file(index), MAIN_FORKNUM, block, recent)) {
-        checked_page(index, recent);
+    if (recent != InvalidBuffer && ReadRecentBuffer(relation_file(index), MAIN_FORKNUM, block, recent))
         return recent;
-    }
-    Buffer buffer = ReadBuffer(index, block);
+    recent = ReadBuffer(index, block);
+    return recent;
+}
+
+// The page of a pinned buffer, share-locked and checked (the buffer may hold the page read again
+// from disk since, and the buffer manager takes a page of zeros for a valid one).
+Page lock_data_page(Relation index, Buffer buffer) {
     LockBuffer(buffer, BUFFER_LOCK_SHARE);
-    checked_page(index, buffer);
-    LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
-    recent = buffer;
-    return buffer;
+    return checked_page(index, buffer);
 }
 }  // namespace
 
@@ -462,27 +450,33 @@ const uint8_t *index_locate_block(Relation index, KeyHash h, Buffer *buffer) {
     const uint64_t start = layout.block_start(h);
     *buffer = pin_data_page(index, layout, layout.page_of(start));
     const uint8_t *block = page_bits(BufferGetPage(*buffer)) + layout.offset_in_page(start);
-    // The cache lines of the first two positions, which decide most absent keys.
+    // The cache lines of the first two positions, which decide most absent keys: a hint only,
+    // taken before the page is locked; the bits are read under the lock.
     const uint32_t shift = 64 - p.block_log2;
     for (uint32_t i = 0; i < Min(p.hashes, 2u); i++)
         __builtin_prefetch(block + (((h.low * position_multiplier(i)) >> shift) >> 3));
     return block;
 }
 
-bool index_block_contains(Relation index, const uint8_t *block, KeyHash h) {
+bool index_block_contains(Relation index, Buffer buffer, const uint8_t *block, KeyHash h) {
     const Parameters &p = index_layout(index).parameters;
-    return block_contains_stopping(block, h, p.hashes, p.block_log2);
+    lock_data_page(index, buffer);
+    const bool present = block_contains_stopping(block, h, p.hashes, p.block_log2);
+    LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
+    return present;
 }
 
 bool index_contains(Relation index, KeyHash h) {
+    Assert(CheckRelationLockedByMe(index, AccessShareLock, true));
     const IndexLayout &layout = index_layout(index);
     const Parameters &p = layout.parameters;
     if (layout.blocks_in_one_page()) {
         const uint64_t start = layout.block_start(h);
         Buffer buffer = pin_data_page(index, layout, layout.page_of(start));
-        const bool present = block_contains_stopping(page_bits(BufferGetPage(buffer)) + layout.offset_in_page(start),
+        const bool present = block_contains_stopping(page_bits(lock_data_page(index, buffer)) +
+                                                         layout.offset_in_page(start),
                                                      h, p.hashes, p.block_log2);
-        ReleaseBuffer(buffer);
+        UnlockReleaseBuffer(buffer);
         return present;
     }
     BitPlace *places = static_cast<BitPlace *>(palloc(sizeof(BitPlace) * p.hashes));
@@ -492,8 +486,8 @@ bool index_contains(Relation index, KeyHash h) {
         uint32_t end = first;
         while (end < n && places[end].page == places[first].page) end++;
         Buffer buffer = pin_data_page(index, layout, places[first].page);
-        present = places_set(BufferGetPage(buffer), places + first, end - first);
-        ReleaseBuffer(buffer);
+        present = places_set(lock_data_page(index, buffer), places + first, end - first);
+        UnlockReleaseBuffer(buffer);
         first = end;
     }
     pfree(places);

@@ -13,6 +13,11 @@ extern "C" {
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/partcache.h"
+#include "storage/lmgr.h"
+#include "utils/inval.h"
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "utils/memutils.h"
 }
 
 using namespace bloomfilter;
@@ -102,10 +107,14 @@ class LeafBatch {
 public:
     // Opens a leaf and locates the key's block; a leaf whose blocks span pages is checked at
     // once. Returns false when that check found the key.
-    bool add(Oid index_oid, KeyHash h) {
-        // A partition dropped since the partitions were listed holds no rows any more.
+    bool add(Oid index_oid, Oid table_oid, KeyHash h) {
+        // The partition's table before its index, as for the index checked (see
+        // open_bloomfilter_index). A partition dropped since the partitions were listed holds no
+        // rows any more: its lock is taken on an OID with nothing behind it.
+        LockRelationOid(table_oid, AccessShareLock);
         Relation leaf = try_relation_open(index_oid, AccessShareLock);
         if (leaf == nullptr) return true;
+        Assert(CheckRelationOidLockedByMe(table_oid, AccessShareLock, true));
         check_valid(leaf);
         Buffer buffer;
         const uint8_t *block = index_locate_block(leaf, h, &buffer);
@@ -123,7 +132,7 @@ public:
     // earlier one, may hold the key.
     bool check(KeyHash h) {
         for (int i = 0; i < count_; i++) {
-            found_ = found_ || index_block_contains(leaves_[i].index, leaves_[i].block, h);
+            found_ = found_ || index_block_contains(leaves_[i].index, leaves_[i].buffer, leaves_[i].block, h);
             ReleaseBuffer(leaves_[i].buffer);
             index_close(leaves_[i].index, NoLock);
         }
@@ -166,7 +175,7 @@ bool partitions_contain(const IndexCheck *check, Oid table, bool routable, Oid i
             visited = true;
             bool present = false;
             if (part->leaf) {
-                present = !batch.add(part->index, h) || (batch.full() && batch.check(h));
+                present = !batch.add(part->index, part->table, h) || (batch.full() && batch.check(h));
             } else {
                 present = batch.check(h) || partitions_contain(check, part->table, part->routable, part->index,
                                                                column_value, h);
@@ -182,19 +191,41 @@ bool partitions_contain(const IndexCheck *check, Oid table, bool routable, Oid i
     }
 }
 
-}  // namespace
+// What a call site of bloom_index_contains keeps between its calls (fn_extra): the index's
+// table, and the command in which the caller's privileges were last checked. The executor checks
+// a statement's privileges once; a GRANT or REVOKE, or SET ROLE, in this transaction is a new
+// command, and another transaction's takes effect from this one's next command.
+struct CallSite {
+    Oid index_oid;
+    Oid heap_oid;
+    Oid user;
+    LocalTransactionId transaction;
+    CommandId command;
+};
 
-
-// bloom_index_contains(index, value): false when no row of the index's table has that key
-// (for an expression index: that the expression gives for the value); true when one probably
-// does. NULL when the expression gives NULL.
-extern "C" Datum bloom_index_contains(PG_FUNCTION_ARGS) {
-    const Oid index_oid = PG_GETARG_OID(0);
-    const Datum value = PG_GETARG_DATUM(1);
-    const Oid value_type = get_fn_expr_argtype(fcinfo->flinfo, 1);
-    Relation index = open_bloomfilter_index(index_oid);
+// Opens the index (its table locked first) and what a check of it needs, once the caller may read
+// it and the value's type can be one of its keys.
+IndexCheck *open_for_check(FunctionCallInfo fcinfo, Oid index_oid, Oid value_type, Relation *opened) {
+    CallSite *site = static_cast<CallSite *>(fcinfo->flinfo->fn_extra);
+    const bool known = site != nullptr && site->index_oid == index_oid;
+    Relation index = open_bloomfilter_index(index_oid, known ? site->heap_oid : InvalidOid);
+    *opened = index;
+    // A partitioned table's partitions as a SELECT on it in this statement would see them: opening
+    // a table by name takes in other sessions' invalidations even under a lock already held (an
+    // ATTACH PARTITION takes a lock that does not conflict with this transaction's).
+    if (index->rd_rel->relkind == RELKIND_PARTITIONED_INDEX) AcceptInvalidationMessages();
     IndexCheck *check = index_check(index);
-    check_may_read(index, check, "bloom_index_contains");
+    const Oid user = GetUserId();
+    const LocalTransactionId transaction = local_transaction_id();
+    const CommandId command = GetCurrentCommandId(false);
+    if (!known || site->user != user || site->transaction != transaction || site->command != command) {
+        check_may_read(index, check, "bloom_index_contains");
+        if (site == nullptr) {
+            site = static_cast<CallSite *>(MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(CallSite)));
+            fcinfo->flinfo->fn_extra = site;
+        }
+        *site = CallSite{index_oid, index->rd_index->indrelid, user, transaction, command};
+    }
     check_partitions_indexed(index, check);
     if (check->expression && check->column == InvalidAttrNumber)
         ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -207,84 +238,105 @@ extern "C" Datum bloom_index_contains(PG_FUNCTION_ARGS) {
                         errmsg("index \"%s\" has keys of type %s, not %s",
                                RelationGetRelationName(index), format_type_be(check->column_type),
                                format_type_be(value_type))));
-    KeyHash h;
+    return check;
+}
+
+// The index's expression of a value of its column, evaluated in the check's per-tuple memory
+// (reset by the caller). The expression's functions are the table owner's code: they run as the
+// owner, in a security-restricted operation, with search_path = pg_catalog, pg_temp, as
+// PostgreSQL 17 runs them for REINDEX or VACUUM, never with the caller's rights or schemas.
+Datum evaluate_expression(IndexCheck *check, Datum column_value, bool *is_null) {
+    TupleTableSlot *slot = check->slot;
+    ExecClearTuple(slot);
+    for (int i = 0; i < slot->tts_tupleDescriptor->natts; i++) {
+        slot->tts_values[i] = (Datum)0;
+        slot->tts_isnull[i] = true;
+    }
+    slot->tts_values[check->column - 1] = column_value;
+    slot->tts_isnull[check->column - 1] = false;
+    ExecStoreVirtualTuple(slot);
+    GetPerTupleExprContext(check->estate)->ecxt_scantuple = slot;
+    Oid caller;
+    int security_context;
+    GetUserIdAndSecContext(&caller, &security_context);
+    SetUserIdAndSecContext(check->heap_owner, security_context | SECURITY_RESTRICTED_OPERATION);
+    const int guc_level = NewGUCNestLevel();
+    restrict_search_path();
+    MemoryContext previous = MemoryContextSwitchTo(GetPerTupleMemoryContext(check->estate));
+    Datum key;
+    check->in_use = true;
+    PG_TRY();
+    {
+        FormIndexDatum(check->index_info, slot, check->estate, &key, is_null);
+    }
+    PG_CATCH();
+    {
+        check->in_use = false;
+        PG_RE_THROW();
+    }
+    PG_END_TRY();
+    check->in_use = false;
+    MemoryContextSwitchTo(previous);
+    AtEOXact_GUC(false, guc_level);
+    SetUserIdAndSecContext(caller, security_context);
+    return key;
+}
+
+enum class KeyOutcome { hash, absent, null };
+
+// The key a value stands for: its hash; `absent` when no row can have it (an integer out of the
+// column's range); `null` when the index's expression gives NULL.
+KeyOutcome key_of(Relation index, IndexCheck *check, Datum value, Oid value_type, KeyHash *h) {
     if (!check->expression) {
         // The value's bytes are those the column's value would have (an integer is hashed as
         // the bigint of the same value).
-        h = hash_key(value, key_kind_of(value_type), kFormatVersion2);
-    } else {
-        Datum column_value;
-        if (!value_as_column(value, value_type, check->column_type, &column_value)) {
-            index_close(index, NoLock);
-            PG_RETURN_BOOL(false);
-        }
-        TupleTableSlot *slot = check->slot;
-        ExecClearTuple(slot);
-        for (int i = 0; i < slot->tts_tupleDescriptor->natts; i++) {
-            slot->tts_values[i] = (Datum)0;
-            slot->tts_isnull[i] = true;
-        }
-        slot->tts_values[check->column - 1] = column_value;
-        slot->tts_isnull[check->column - 1] = false;
-        ExecStoreVirtualTuple(slot);
-        ExprContext *econtext = GetPerTupleExprContext(check->estate);
-        econtext->ecxt_scantuple = slot;
-        Datum key;
-        bool key_is_null;
-        // The expression's functions are the table owner's code: they run as the owner, in a
-        // security-restricted operation, with search_path = pg_catalog, pg_temp, as PostgreSQL
-        // 17 runs them for REINDEX or VACUUM, never with the caller's rights or schemas.
-        Oid caller;
-        int security_context;
-        GetUserIdAndSecContext(&caller, &security_context);
-        SetUserIdAndSecContext(check->heap_owner, security_context | SECURITY_RESTRICTED_OPERATION);
-        const int guc_level = NewGUCNestLevel();
-        restrict_search_path();
-        MemoryContext previous = MemoryContextSwitchTo(GetPerTupleMemoryContext(check->estate));
-        check->in_use = true;
-        PG_TRY();
-        {
-            FormIndexDatum(check->index_info, slot, check->estate, &key, &key_is_null);
-        }
-        PG_CATCH();
-        {
-            check->in_use = false;
-            PG_RE_THROW();
-        }
-        PG_END_TRY();
-        check->in_use = false;
-        MemoryContextSwitchTo(previous);
-        AtEOXact_GUC(false, guc_level);
-        SetUserIdAndSecContext(caller, security_context);
-        if (key_is_null) {
-            ResetPerTupleExprContext(check->estate);
-            index_close(index, NoLock);
-            PG_RETURN_NULL();
-        }
-        h = index_key_hash(index, key);
-        ResetPerTupleExprContext(check->estate);
+        *h = hash_key(value, key_kind_of(value_type), kFormatVersion2);
+        return KeyOutcome::hash;
     }
-    bool present;
-    if (!check->partitioned) {
-        present = index_contains(index, h);
-    } else {
-        Datum column_value = value;
-        // No row of the column's type can hold an integer out of its range.
-        const bool in_range =
-            check->expression || value_as_column(value, value_type, check->column_type, &column_value);
-        // Locking a partition's table or index takes in the invalidations other sessions sent
-        // meanwhile: a partition attached since this transaction first locked the index can be
-        // routed to and yet be missing from the partitions listed, which are then worked out
-        // again and read again.
-        present = false;
-        while (in_range) {
-            present = partitions_contain(check, check->heap_oid, check->routable, check->index_oid, column_value, h);
-            if (present || check->valid) break;
-            check = index_check(index);
-            check_partitions_indexed(index, check);
-        }
-    }
-    index_close(index, NoLock);
-    PG_RETURN_BOOL(present);
+    Datum column_value;
+    if (!value_as_column(value, value_type, check->column_type, &column_value)) return KeyOutcome::absent;
+    bool is_null;
+    const Datum key = evaluate_expression(check, column_value, &is_null);
+    if (!is_null) *h = index_key_hash(index, key);
+    ResetPerTupleExprContext(check->estate);
+    return is_null ? KeyOutcome::null : KeyOutcome::hash;
 }
 
+// Whether a partitioned index's partitions may hold the key. Locking a partition's table or index
+// takes in the invalidations other sessions sent meanwhile: a partition attached since this
+// transaction first locked the index can be routed to and yet be missing from the partitions
+// listed, which are then worked out again and read again.
+bool partitioned_contains(Relation index, IndexCheck *check, Datum value, Oid value_type, KeyHash h) {
+    Datum column_value = value;
+    // No row of the column's type can hold an integer out of its range.
+    if (!check->expression && !value_as_column(value, value_type, check->column_type, &column_value))
+        return false;
+    for (;;) {
+        if (partitions_contain(check, check->heap_oid, check->routable, check->index_oid, column_value, h))
+            return true;
+        if (check->valid) return false;
+        check = index_check(index);
+        check_partitions_indexed(index, check);
+    }
+}
+
+}  // namespace
+
+
+// bloom_index_contains(index, value): false when no row of the index's table has that key
+// (for an expression index: that the expression gives for the value); true when one probably
+// does. NULL when the expression gives NULL.
+extern "C" Datum bloom_index_contains(PG_FUNCTION_ARGS) {
+    const Oid value_type = get_fn_expr_argtype(fcinfo->flinfo, 1);
+    Relation index;
+    IndexCheck *check = open_for_check(fcinfo, PG_GETARG_OID(0), value_type, &index);
+    KeyHash h;
+    const KeyOutcome outcome = key_of(index, check, PG_GETARG_DATUM(1), value_type, &h);
+    bool present = false;
+    if (outcome == KeyOutcome::hash)
+        present = check->partitioned ? partitioned_contains(index, check, PG_GETARG_DATUM(1), value_type, h)
+                                     : index_contains(index, h);
+    index_close(index, NoLock);
+    if (outcome == KeyOutcome::null) PG_RETURN_NULL();
+    PG_RETURN_BOOL(present);
+}

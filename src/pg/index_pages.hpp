@@ -96,9 +96,10 @@ KeyHash index_key_hash(Relation index, Datum value);
 bool index_contains(Relation index, KeyHash h);
 // The same in two steps, for checks of many indexes: the key's block, its page pinned (released
 // by the caller) and its first cache lines prefetched, or null when the blocks span pages (then
-// index_contains); then the check of the block.
+// index_contains); then the check of the block, under a share lock of its page. No content lock
+// is held between the steps, so the caller may open and lock other relations in between.
 const uint8_t *index_locate_block(Relation index, KeyHash h, Buffer *buffer);
-bool index_block_contains(Relation index, const uint8_t *block, KeyHash h);
+bool index_block_contains(Relation index, Buffer buffer, const uint8_t *block, KeyHash h);
 
 // Copies the filter's bits (bits_bytes() of them) out of the data pages.
 void copy_index_bits(Relation index, uint8_t *bits);
