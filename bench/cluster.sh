@@ -43,8 +43,8 @@ cluster_start() {
   [ "$(id -u)" -eq 0 ] && chown "$BLOOM_TEST_USER" "$dir"
   # Encoding and locale given, never the caller's: with no LANG (a fresh container's shell) initdb
   # would pick SQL_ASCII and the C locale.
-  as_server_user "$PG_BIN/initdb" -D "$dir/data" -U postgres -A trust --encoding=UTF8 --locale=C.UTF-8 \
-    --no-sync >"$dir/initdb.log" 2>&1 \
+  as_server_user "$PG_BIN/initdb" -D "$dir/data" -U postgres -A trust \
+    --encoding=UTF8 --locale=C.UTF-8 --no-sync >"$dir/initdb.log" 2>&1 \
     || { cat "$dir/initdb.log"; return 1; }
   {
     echo "listen_addresses = '127.0.0.1'"
