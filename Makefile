@@ -12,14 +12,14 @@ MODULE_big = bloomfilter
 CORE_OBJS = src/core/bloom.o src/core/distinct.o
 OBJS = $(CORE_OBJS) src/pg/glue.o src/pg/bloom_type.o src/pg/bloom_ops.o \
        src/pg/toast_slices.o src/pg/statement_cache.o src/pg/stored_lookup.o \
-       src/pg/bloom_agg.o src/pg/agg_state.o src/pg/agg_serial.o src/pg/maintained.o \
-       src/pg/index_am.o src/pg/index_access.o src/pg/index_contains.o src/pg/index_read.o src/pg/index_verify.o \
+       src/pg/bloom_agg.o src/pg/agg_state.o src/pg/agg_spill.o src/pg/agg_serial.o src/pg/maintained.o \
+       src/pg/index_am.o src/pg/index_pages.o src/pg/index_build.o src/pg/index_access.o src/pg/index_contains.o src/pg/index_read.o src/pg/index_verify.o \
        src/pg/index_hash.o src/pg/init.o
 DATA = bloomfilter--1.0.sql bloomfilter--1.0--1.1.sql bloomfilter--1.1--1.2.sql \
        bloomfilter--1.2--1.3.sql bloomfilter--1.3.sql bloomfilter--1.3--1.4.sql \
        bloomfilter--1.4--2.0.sql bloomfilter--2.0.sql bloomfilter--2.0--2.1.sql
-REGRESS = million_emails types functions aggregates aggregate_nulls aggregate_memory storage formats errors \
-          maintained privileges security index index_privileges index_partitions index_owner_code signup
+REGRESS = million_emails types functions aggregates aggregate_nulls aggregate_memory aggregate_spill storage formats errors \
+          maintained privileges security index index_build index_privileges index_partitions index_owner_code signup
 REGRESS_OPTS = --outputdir=$(CURDIR)/build/regress
 # Isolation specs (specs/*.spec, expected/*.out): checks interleaved with concurrent DDL and
 # inserts. `make installcheck` runs them after REGRESS.
@@ -72,7 +72,7 @@ build/regress build/isolation:
 $(OBJS): $(wildcard src/core/*.hpp src/pg/*.hpp)
 
 .PHONY: deps demo test deb dist meta-test unit-test regress-test regress-list tap-test python-test \
-        golden-vectors bench isolation-test check format-check format
+        node-test golden-vectors bench isolation-test check format-check format
 
 deps:
 	@test/bootstrap.sh
@@ -137,10 +137,15 @@ endif
 regress-list:
 	@echo $(REGRESS)
 
-# The Python client (clients/python) against a throwaway cluster: needs python3-xxhash,
-# python3-psycopg, python3-psycopg2 and python3-pytest.
+# The Python client (clients/python) against a throwaway cluster and clusters of its own: needs
+# the python3-* packages and gunicorn that test/bootstrap.sh installs for it.
 python-test:
 	test/run-python.sh
+
+# The Node.js client (clients/node) against a throwaway cluster: needs nodejs and npm (npm ci
+# installs the package's dependencies from package-lock.json).
+node-test:
+	test/run-node.sh
 
 # The TAP tests in t/, on PostgreSQL's own framework (PostgreSQL::Test::Cluster), run with prove:
 # WAL and standby, load, dump and restore, crash recovery, limits, concurrent signups, several
@@ -149,6 +154,13 @@ python-test:
 TAP_TESTS ?=
 tap-test:
 	test/run-tap.sh $(PROVE_FLAGS) $(TAP_TESTS)
+
+# The pg_regress suite, the TAP tests and the isolation specs on an assert-enabled PostgreSQL 15,
+# built once from Debian's source package into a cache directory (test/cassert.sh); fails on a
+# failed assertion (TRAP:) in a server's log too. Installs its packages (test/bootstrap.sh cassert).
+.PHONY: test-cassert
+test-cassert:
+	test/run-cassert.sh $(PROVE_FLAGS) $(TAP_TESTS)
 
 # Everything but the version matrix; prints what ran on its last line. No package is installed
 # here: `make deps` does that.
@@ -160,11 +172,12 @@ test: all
 	$(MAKE) fuzz-smoke
 	$(MAKE) regress-test
 	$(MAKE) python-test
+	$(MAKE) node-test
 	@mkdir -p build
 	@{ test/run-tap.sh $(PROVE_FLAGS) 2>&1; echo $$? >build/tap.status; } | tee build/tap.log; exit $$(cat build/tap.status)
 	@echo "make test: passed: META.json, format, unit tests (plain and sanitized), fuzz smoke ($(words $(FUZZ_TARGETS)) targets)," \
 	  "pg_regress ($(words $(REGRESS)) files, fresh and upgraded from 1.0)," \
-	  "isolation ($(words $(ISOLATION)) specs), Python client," \
+	  "isolation ($(words $(ISOLATION)) specs), Python client, Node.js client," \
 	  "TAP: $$(sed -n 's/^\(Files=[0-9]*, Tests=[0-9]*\),.*/\1/p' build/tap.log)"
 
 # The C and C++ sources against .clang-format, with clang-format-14 (test/bootstrap.sh installs

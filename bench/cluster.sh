@@ -5,6 +5,7 @@
 #                                            PGUSER, PGDATABASE
 #   cluster_stop NAME                        stop and remove
 #   cluster_cleanup_all                      stop and remove every cluster started (an EXIT trap)
+# CLUSTER_LOG_DIR: when set, a stopped cluster's server log is kept there as NAME.log.
 # The server never runs as root: when invoked as root it runs as $BLOOM_TEST_USER (postgres).
 # It listens on 127.0.0.1 at a free port and on a Unix socket in its directory ($PGHOST).
 PG_CONFIG=${PG_CONFIG:-pg_config}
@@ -69,6 +70,7 @@ cluster_start() {
 cluster_stop() {
   local dir=$CLUSTER_ROOT/$1
   [ -d "$dir/data" ] && as_server_user "$PG_BIN/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
+  [ -z "${CLUSTER_LOG_DIR:-}" ] || [ ! -f "$dir/server.log" ] || cp "$dir/server.log" "$CLUSTER_LOG_DIR/$1.log"
   rm -rf "$dir"
 }
 

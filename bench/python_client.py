@@ -24,6 +24,8 @@ count, the figure is marked unreliable. After the rounds, one lookup and one
 pass of checks run with every CPU kept busy by spinners at the lowest priority, for comparison.
 """
 
+import asyncio
+import asyncio.events
 import os
 import random
 import re
@@ -32,13 +34,14 @@ import subprocess
 import sys
 import threading
 import time
+import types
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "clients", "python"))
 
 import psycopg  # noqa: E402
 
 import bloomfilter.psycopg  # noqa: E402
-from bloomfilter.follow import IndexFollower  # noqa: E402
+from bloomfilter.follow import AsyncIndexFollower, IndexFollower, ShardedIndexFollower  # noqa: E402
 
 INTERVAL = 0.1
 INSERTS = int(os.environ.get("BENCH_FOLLOWER_INSERTS", "10000"))
@@ -130,7 +133,7 @@ def lookups(conn):
     found = sum(map(f.contains, keys))
     print("\n== point lookup: Filter.contains in Python against SQL through pgbench -M prepared, 1 client, "
           "Unix socket (%s), rounds until %d count" % (os.environ["PGHOST"], ROUNDS))
-    print("filter: %s, %d bytes (the index's filter has the same keys and parameters)" % (f, len(f)))
+    print("filter: %s, %d bytes (the index's filter has the same keys and parameters)" % (f, f.nbytes))
     print("keys: the text of n, n random in [0, 2000000), present for n < 1000000; Filter.contains: "
           "%d distinct keys (%d found: %.1f%%) checked in whole passes for %g s a round; SQL: pgbench "
           "draws n afresh for each transaction, %g s a query a round" % (len(keys), found, 100.0 * found / len(keys),
@@ -206,6 +209,16 @@ def lookups(conn):
           "%.0f ns on absent ones (it stops at the first clear bit)" % (
               statistics.median(contains_ns(f, present, 1) for _ in range(3)), f.hashes,
               statistics.median(contains_ns(f, absent, 1) for _ in range(3))))
+    # The floor of a check in pure Python: a set of the same strings (which holds the keys
+    # themselves, about 60 bytes each plus the table, where the filter keeps 1.2 bytes a key).
+    members = set(keys)
+    as_set = types.SimpleNamespace(contains=members.__contains__)
+    set_ns = statistics.median(contains_ns(as_set, keys, 1) for _ in range(3))
+    filter_ns = statistics.median(contains_ns(f, keys, 1) for _ in range(3))
+    print("a Python set of the same %d strings, median of 3 passes of 1 s: %.0f ns a lookup; "
+          "Filter.contains %.0f ns: %.1fx" % (len(keys), set_ns, filter_ns, filter_ns / set_ns))
+    rows.append("python) Filter.contains time / a Python set lookup of the same strings|%.1f|-|-"
+                % (filter_ns / set_ns))
     label = {"index": "bloom_index_contains", "stored": "bloom_contains (stored filter)"}
     row("python) SQL point lookup time (%s, the faster) / Filter.contains time, median of %d of %d rounds%s"
         % (label[faster], len(counted), len(rounds), "" if reliable else ", machine busy: unreliable"),
@@ -228,6 +241,153 @@ def lookups(conn):
           "%.2f µs, Filter.contains %.0f ns: %.1fx" % (hot_us, hot_ns, hot_us * 1e3 / hot_ns))
     rows.append("python) the index lookup / Filter.contains, every CPU kept busy (no idle wake-ups)|%.1f|-|-"
                 % (hot_us * 1e3 / hot_ns))
+
+
+RELOADS = int(os.environ.get("BENCH_ASYNC_RELOADS", "20"))
+
+
+class LoopTimes:
+    """The wall and CPU time of every callback the event loop runs (a task's step between two
+    awaits, a transport's read), from the loop's own Handle._run: how long the loop was held."""
+
+    def __init__(self):
+        self.times = []
+        original = self.original = asyncio.events.Handle._run
+        times = self.times
+
+        def timed(handle):
+            wall, cpu = time.perf_counter(), time.thread_time()
+            try:
+                return original(handle)
+            finally:
+                times.append((time.perf_counter() - wall, time.thread_time() - cpu))
+        asyncio.events.Handle._run = timed
+
+    def close(self):
+        asyncio.events.Handle._run = self.original
+
+
+async def ticker(stop, gaps, period=0.001):
+    """Lateness of a 1 ms timer, tick after tick: the loop held, or the process not scheduled."""
+    loop = asyncio.get_running_loop()
+    expected = loop.time() + period
+    while not stop.is_set():
+        await asyncio.sleep(period)
+        now = loop.time()
+        gaps.append(max(0.0, now - expected))
+        expected = now + period
+
+
+async def measure_reloads(connect):
+    """(wall ms, CPU ms) of the longest callback, timer lateness ms (max, p99) while reloading
+    the whole 1M-key filter RELOADS times, and the same lateness while idle."""
+    follower = AsyncIndexFollower(await connect(), "users_email_bloom")
+    await follower.refresh()
+    result = {}
+    for phase in ("idle", "reloads"):
+        stop, gaps = asyncio.Event(), []
+        times = LoopTimes()
+        try:
+            task = asyncio.create_task(ticker(stop, gaps))
+            started = time.monotonic()
+            if phase == "idle":
+                await asyncio.sleep(1.0)
+            else:
+                for _ in range(RELOADS):
+                    follower._lsn = None  # the next refresh reads the filter whole
+                    await follower.refresh()
+            seconds = time.monotonic() - started
+            stop.set()
+            await task
+        finally:
+            times.close()
+        gaps.sort()
+        longest = max(times.times)
+        result[phase] = (longest[0] * 1e3, max(t[1] for t in times.times) * 1e3, gaps[-1] * 1e3,
+                         gaps[int(0.99 * (len(gaps) - 1))] * 1e3, seconds)
+    reloads = follower.reloads - 1
+    size = len(follower.filter.to_bytes())
+    await follower.aclose()
+    return result, reloads, size
+
+
+def async_stalls():
+    print("\n== AsyncIndexFollower: the event loop during %d full reloads of users_email_bloom "
+          "(1,000,000 keys)" % RELOADS)
+    drivers = [("psycopg", lambda: psycopg.AsyncConnection.connect(autocommit=True))]
+    try:
+        import asyncpg
+        drivers.append(("asyncpg", lambda: asyncpg.connect(host=os.environ["PGHOST"], port=os.environ["PGPORT"],
+                                                           user="postgres", database="postgres")))
+    except ImportError:
+        print("asyncpg is not installed: psycopg only")
+    worst = 0.0
+    for name, connect in drivers:
+        result, reloads, size = asyncio.run(measure_reloads(connect))
+        wall, cpu, gap, gap99, seconds = result["reloads"]
+        _, _, idle_gap, idle_gap99, _ = result["idle"]
+        worst = max(worst, cpu)
+        print("%s: %d reloads of %d bytes in %.2f s; longest callback %.2f ms (%.2f ms of CPU); a 1 ms "
+              "timer late by at most %.1f ms (p99 %.1f ms), idle for comparison %.1f ms (p99 %.1f ms)"
+              % (name, reloads, size, seconds, wall, cpu, gap, gap99, idle_gap, idle_gap99))
+        rows.append("python) async follower reload, %s: longest loop callback, wall (ms)|%.2f|-|-" % (name, wall))
+    print("the CPU time of a callback is how long the follower held the loop; its wall time and the timer's "
+          "lateness add the time the process waited for a CPU (other work on the machine), idle or not")
+    row("python) async follower, full reload of a 1M-key filter: longest loop callback, CPU (ms)",
+        round(worst, 2), "<=", 5)
+
+
+def shards_lag():
+    shard_dsns = os.environ.get("BENCH_SHARDS", "").split(";")
+    shard_dsns = [d for d in shard_dsns if d]
+    if not shard_dsns:
+        return
+    print("\n== ShardedIndexFollower over %d shards: lag from COMMIT to a true answer, %d inserts by 3 clients "
+          "(interval %.1f)" % (len(shard_dsns), INSERTS, INTERVAL))
+    follower = ShardedIndexFollower(shard_dsns, "users_email_bloom", interval=INTERVAL)
+    committed, lock, lags, found = {}, threading.Lock(), [], set()
+    done = threading.Event()
+
+    def insert(first, count):
+        conns = [psycopg.connect(d, autocommit=True) for d in shard_dsns]
+        try:
+            for i in range(first, first + count):
+                key = "lag%d@mail.com" % i
+                conns[bloomfilter.shard_of(key, len(conns))].execute("INSERT INTO users VALUES (%s)", [key])
+                at = time.monotonic()
+                with lock:
+                    committed[key] = at
+                time.sleep(0.001)
+        finally:
+            for c in conns:
+                c.close()
+
+    def check():
+        while not done.is_set() or len(found) < len(committed):
+            with lock:
+                pending = [(k, at) for k, at in committed.items() if k not in found]
+            for key, at in pending:
+                if follower.contains(key):
+                    lags.append(max(0.0, time.monotonic() - at))
+                    found.add(key)
+            time.sleep(0.002)
+
+    checker = threading.Thread(target=check)
+    checker.start()
+    writers = [threading.Thread(target=insert, args=(n * INSERTS // 3, INSERTS // 3)) for n in range(3)]
+    for t in writers:
+        t.start()
+    for t in writers:
+        t.join()
+    done.set()
+    checker.join(timeout=30)
+    follower.close()
+    lags.sort()
+    p99 = lags[int(0.99 * (len(lags) - 1))]
+    print("%d inserts; lag: median %.3f s, p99 %.3f s, max %.3f s; %s refreshes" % (
+        len(lags), statistics.median(lags), p99, lags[-1], "+".join(str(f.refreshes) for f in follower.followers)))
+    row("python) sharded follower lag COMMIT to true answer, p99 (s), %d shards, interval 0.1" % len(shard_dsns),
+        round(p99, 3), "<=", 0.25)
 
 
 def main():
@@ -300,6 +460,9 @@ def main():
     idle.close()
     row("python) follower refresh, nothing changed: queries", per_refresh, "<=", 1)
     row("python) follower refresh, nothing changed: filter bytes moved", max(moved), "<=", 0)
+
+    async_stalls()
+    shards_lag()
 
     print("\n== python client rows")
     for line in rows:

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The Python client's benchmark (clients/python): Filter.contains against the SQL point lookups
 # an application would otherwise send (pgbench -M prepared, 1 client, Unix socket), round by
-# round in one run; the IndexFollower's lag from COMMIT to a true answer over 10,000 inserts at
-# interval = 0.1 s; the cost of a refresh when nothing changed. Prints the figures and the
+# round in one run, and against a Python set; the IndexFollower's lag from COMMIT to a true
+# answer over 10,000 inserts at interval = 0.1 s; the cost of a refresh when nothing changed; the
+# event loop while an AsyncIndexFollower reloads a 1M-key filter (psycopg, and asyncpg if
+# installed); a ShardedIndexFollower's lag over three shard clusters. Prints the figures and the
 # target rows "what|measured|target|result"; with PYTHON_CLIENT_SUMMARY_FILE set, appends the
 # rows there too (for bench/run.sh).
 # A round of lookups counts only if other work did not change it (see bench/python_client.py);
@@ -42,6 +44,21 @@ INSERT INTO filters SELECT 2, bloom_agg('user' || i || '@mail.com', 1000000, 0.0
   FROM generate_series(0, 999999) AS i;
 VACUUM (FREEZE, ANALYZE) users, filters;
 SQL
+
+# Three more clusters, the shards of a users table (docs/multinode.md's layout: an email lives
+# where bloom_shard(email, 3) says), for ShardedIndexFollower's lag.
+main_host=$PGHOST main_port=$PGPORT
+shards=()
+for k in 0 1 2; do
+  cluster_start "python_shard$k" "max_connections = 20" "shared_buffers = 32MB"
+  sql -c "CREATE EXTENSION bloomfilter" \
+      -c "CREATE TABLE users (email text PRIMARY KEY, CHECK (bloom_shard(email, 3) = $k))" \
+      -c "CREATE INDEX users_email_bloom ON users USING bloomfilter (email) WITH (capacity = 1000000)"
+  shards+=("host=$PGHOST port=$PGPORT user=postgres dbname=postgres")
+done
+export PGHOST=$main_host PGPORT=$main_port
+BENCH_SHARDS=$(IFS=';'; echo "${shards[*]}")
+export BENCH_SHARDS
 
 PGDATABASE=postgres "$PYTHON" bench/python_client.py | tee "$BUILD_DIR/python_client.log"
 echo

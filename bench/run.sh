@@ -6,7 +6,8 @@
 #   b) a batch check of a million candidates against the stored filter, next to a join of the
 #      same shape that calls length() instead;
 #   c) builds: bloom_agg(email) and bloom_agg(email, 1000000, 0.01) next to count(email), serial
-#      and with 2 parallel workers, with the backend's peak memory;
+#      and with 2 parallel workers, with the backend's peak memory; bloom_agg(email) spilling
+#      past work_mem; CREATE INDEX USING bloomfilter next to a btree's, in memory and sorted;
 #   d) the C++ core's add and contains next to libbloom and the article's algorithm (Google
 #      Benchmark), with each way the core can check a block forced, and the one it chose;
 #   e) signups per second and WAL per signup at 8 clients: plain INSERT, a single-row filter,
@@ -14,7 +15,9 @@
 #   f) the distributed build over three nodes against one node, and the bytes moved
 #      (t/007_multinode.pl with MULTINODE_BENCH=1);
 #   g) the Python client: its local check against the SQL point lookup, the follower's lag and
-#      the cost of a refresh when nothing changed (bench/python_client.sh).
+#      the cost of a refresh when nothing changed (bench/python_client.sh);
+#   h) the Node.js client: Filter.contains against bloom_index_contains through pg, the follower's
+#      lag and the longest event-loop stall during a reload (bench/node_client.sh).
 # Then a summary: what / measured / target / PASS or MISS.
 #
 # Needs the extension built and installed (make bench does both). It sets up its data on a
@@ -376,6 +379,41 @@ for build in auto explicit; do
 done
 row "c) count(email) time, 2 workers / serial (yardstick)" "${build_speedup[count]}"
 
+# The auto-sized form past work_mem: with work_mem = 1MB (2 MB of hashes with the default
+# hash_mem_multiplier) its hashes go to a temporary file in sorted runs, merged at the end.
+spill_settings="$serial_settings; SET work_mem = '1MB'; SET log_temp_files = 0"
+spill_plan=$(sql -c "SET client_min_messages = log" -c "$spill_settings" -c "$(build_query auto)" 2>&1 >/dev/null)
+grep -q 'temporary file' <<<"$spill_plan" || { echo "$spill_plan" >&2; fail "bloom_agg(email) did not spill with work_mem = 1MB"; }
+echo "bloom_agg(email) with work_mem = 1MB: $(grep -c 'temporary file' <<<"$spill_plan") temporary file(s)," \
+  "$(awk '/temporary file/ {s += $NF} END {printf "%.1f", s / 1048576}' <<<"$spill_plan") MB"
+spill_times=$(timed_queries "$ROUNDS" "$spill_settings" "count=$(build_query count)" "auto=$(build_query auto)")
+spill_ratio=$(median_ratio "$(times_of "$spill_times" auto)" "$(times_of "$spill_times" count)")
+# shellcheck disable=SC2046
+printf '%-32s %-9s %9.1f %14s   %s\n' "bloom_agg(email), work_mem 1MB" serial \
+  "$(median $(times_of "$spill_times" auto))" "$spill_ratio" "$(times_of "$spill_times" auto)"
+row "c) bloom_agg(email) time / count, spilling (work_mem 1MB)" "$spill_ratio" "<=" 4
+
+# CREATE INDEX over the same 1,000,000 emails, serial builds (max_parallel_maintenance_workers
+# = 0, as a bloomfilter build has no workers), each dropped in the same statement: a btree, the
+# bloomfilter index (default capacity 1,000,000: 1.2 MB) in memory, and the same with
+# maintenance_work_mem = 1MB, below the filter's size, built from its keys' hashes sorted. The
+# btree keeps the default maintenance_work_mem in both ratios.
+index_settings="$serial_settings; SET max_parallel_maintenance_workers = 0"
+index_btree="CREATE INDEX bench_build_btree ON users (email); DROP INDEX bench_build_btree"
+index_memory="CREATE INDEX bench_build_bloom ON users USING bloomfilter (email); DROP INDEX bench_build_bloom"
+index_sorted="SET maintenance_work_mem = '1MB'; $index_memory; RESET maintenance_work_mem"
+index_times=$(timed_queries "$ROUNDS" "$index_settings" "btree=$index_btree" "memory=$index_memory" "sorted=$index_sorted")
+for label in btree memory sorted; do
+  # shellcheck disable=SC2046
+  printf '%-32s %9.1f ms   (round by round: %s)\n' "$label" \
+    "$(median $(times_of "$index_times" $label))" "$(times_of "$index_times" $label)"
+done
+index_memory_ratio=$(median_ratio "$(times_of "$index_times" memory)" "$(times_of "$index_times" btree)")
+index_sorted_ratio=$(median_ratio "$(times_of "$index_times" sorted)" "$(times_of "$index_times" btree)")
+echo "bloomfilter / btree CREATE INDEX: $index_memory_ratio in memory, $index_sorted_ratio with maintenance_work_mem = 1MB"
+row "c) CREATE INDEX bloomfilter / btree time, in memory" "$index_memory_ratio" "<=" 0.2
+row "c) CREATE INDEX bloomfilter / btree time, sorted (1MB)" "$index_sorted_ratio" "<=" 0.5
+
 cluster_stop bench
 
 # ---------------------------------------------------------------------------------------------
@@ -501,6 +539,17 @@ while IFS='|' read -r what measured target _; do
   # shellcheck disable=SC2086
   if [ "$target" = "-" ] || [ -z "$target" ]; then row "g) $what" "$measured"; else row "g) $what" "$measured" $target; fi
 done < "$BUILD_DIR/python.rows"
+
+# ---------------------------------------------------------------------------------------------
+section "h) the Node.js client: checks in the application (bench/node_client.sh)"
+: > "$BUILD_DIR/node.rows"
+NODE_CLIENT_SUMMARY_FILE="$BUILD_DIR/node.rows" bench/node_client.sh > "$BUILD_DIR/node.log" 2>&1 \
+  || { tail -40 "$BUILD_DIR/node.log"; fail "bench/node_client.sh failed"; }
+grep -v '|' "$BUILD_DIR/node.log" || true
+while IFS='|' read -r what measured target _; do
+  # shellcheck disable=SC2086
+  if [ "$target" = "-" ] || [ -z "$target" ]; then row "h) $what" "$measured"; else row "h) $what" "$measured" $target; fi
+done < "$BUILD_DIR/node.rows"
 
 # ---------------------------------------------------------------------------------------------
 section "summary ($(( $(date +%s) - started_at )) s, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end)"

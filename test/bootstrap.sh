@@ -6,6 +6,8 @@
 #                            the server and headers of every PostgreSQL version whose headers are
 #                            installed (the packages are built and tested for those), else of
 #                            $PG_MAJOR (15, this Debian's)
+#   test/bootstrap.sh cassert  also what make test-cassert needs to build PostgreSQL from its
+#                            Debian source package (test/cassert.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . test/as_root.sh
@@ -25,12 +27,20 @@ wanted=(
   perl libipc-run-perl     # TAP tests (prove, PostgreSQL::Test::Cluster)
   sqlsmith                 # make fuzz
   python3-xxhash python3-psycopg python3-psycopg2 python3-pytest  # the Python client's tests
+  python3-psycopg-pool python3-asyncpg python3-sqlalchemy python3-gunicorn  # and its adapters
+  python3-venv python3-setuptools python3-wheel  # the Python client's install in a venv (tested)
 )
+# The Node.js client's tests: Debian's nodejs and npm (and the CA certificates npm ci needs to
+# reach the registry), unless a Node.js with npm is installed.
+command -v node >/dev/null && command -v npm >/dev/null || wanted+=(nodejs npm ca-certificates)
 if [ "${1:-}" = deb ]; then
   versions=$(dpkg-query -W -f='${Package} ${Status}\n' 'postgresql-server-dev-[0-9]*' 2>/dev/null |
              awk '/install ok installed/ { sub("postgresql-server-dev-", "", $1); print $1 }')
   wanted=(build-essential debhelper dpkg-dev postgresql-server-dev-all libxxhash-dev)
   for v in ${versions:-$PG_MAJOR}; do wanted+=("postgresql-$v" "postgresql-server-dev-$v"); done
+fi
+if [ "${1:-}" = cassert ]; then
+  wanted+=(build-essential dpkg-dev bison flex zlib1g-dev)
 fi
 packages=()
 for p in "${wanted[@]}"; do

@@ -6,8 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-/usr/bin/python3}
 missing=()
-for module in xxhash psycopg psycopg2 pytest; do
-  "$PYTHON" -c "import $module" 2>/dev/null || missing+=("python3-$module")
+for module in xxhash psycopg psycopg_pool psycopg2 asyncpg sqlalchemy pytest gunicorn setuptools wheel; do
+  "$PYTHON" -c "import $module" 2>/dev/null || missing+=("python3-${module//_/-}")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "missing Debian packages: ${missing[*]} (apt-get install -y ${missing[*]})" >&2
@@ -16,6 +16,8 @@ fi
 . bench/cluster.sh
 trap cluster_cleanup_all EXIT
 cluster_start python "max_connections = 60"
+# The tests start clusters of their own too (tests/clusters.py).
+export PG_BIN CLUSTER_ROOT BLOOM_TEST_USER
 cd clients/python
 # Bytecode and pytest's cache stay out of the source tree.
 PYTHONDONTWRITEBYTECODE=1 "$PYTHON" -m pytest -p no:cacheprovider -q "$@"

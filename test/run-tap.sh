@@ -4,7 +4,8 @@
 # ($BLOOM_TEST_USER), from a copy of t/ and the SQL files they read (test/multinode,
 # test/examples) that this user can read.
 #   test/run-tap.sh [PROVE OPTION ...] [t/NNN_name.pl ...]    default: every t/*.pl
-# The servers' and the tests' logs of a failed run are kept in build/tap-log/.
+# The servers' and the tests' logs of a failed run are kept in build/tap-log/, and of every run in
+# $TAP_LOG_DIR when set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PG_CONFIG=${PG_CONFIG:-pg_config}
@@ -40,4 +41,5 @@ if [ "$rc" -ne 0 ] && [ -d "$work/tmp_check/log" ]; then
   rm -rf build/tap-log && mkdir -p build && cp -r "$work/tmp_check/log" build/tap-log
   echo "logs of the servers and the tests: build/tap-log/" >&2
 fi
+[ -z "${TAP_LOG_DIR:-}" ] || [ ! -d "$work/tmp_check/log" ] || cp -r "$work/tmp_check/log/." "$TAP_LOG_DIR/"
 exit "$rc"

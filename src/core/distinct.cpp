@@ -1,6 +1,7 @@
 // Counting distinct 64-bit hashes (see distinct.hpp).
 #include "distinct.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -35,6 +36,35 @@ double DistinctSketch::estimate() const {
     // Small cardinalities: linear counting is more accurate.
     if (estimate <= 2.5 * m && zeros > 0) estimate = m * std::log(m / zeros);
     return estimate;
+}
+
+size_t sort_unique(uint64_t *hashes, size_t count) {
+    std::sort(hashes, hashes + count);
+    return size_t(std::unique(hashes, hashes + count) - hashes);
+}
+
+void MergeHeap::push(uint64_t hash, uint32_t run) {
+    uint32_t at = size_++;
+    while (at > 0) {
+        uint32_t parent = (at - 1) / 2;
+        if (entries_[parent].hash <= hash) break;
+        entries_[at] = entries_[parent];
+        at = parent;
+    }
+    entries_[at] = Entry{hash, run};
+}
+
+void MergeHeap::sift_down(uint32_t at) {
+    const Entry moving = entries_[at];
+    for (;;) {
+        uint32_t child = 2 * at + 1;
+        if (child >= size_) break;
+        if (child + 1 < size_ && entries_[child + 1].hash < entries_[child].hash) child++;
+        if (moving.hash <= entries_[child].hash) break;
+        entries_[at] = entries_[child];
+        at = child;
+    }
+    entries_[at] = moving;
 }
 
 }  // namespace bloomfilter

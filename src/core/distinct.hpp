@@ -1,6 +1,7 @@
 // Counting distinct 64-bit hashes, for the aggregate that sizes a filter for the number of
 // distinct keys it is given: an exact set over caller-owned memory, and a HyperLogLog sketch that
-// says when deduplicating would free memory. Plain C++17, no PostgreSQL header.
+// says when deduplicating would free memory; sorted runs of hashes for the aggregate that spills
+// them to temporary files. Plain C++17, no PostgreSQL header.
 #pragma once
 
 #include <cstddef>
@@ -66,6 +67,41 @@ struct DistinctSketch {
             if (other.registers[i] > registers[i]) registers[i] = other.registers[i];
     }
     double estimate() const;
+};
+
+// Sorts `count` hashes in place and drops repeats; returns how many distinct hashes remain,
+// in increasing order at the front. A spilling aggregate writes each of its runs this way.
+size_t sort_unique(uint64_t *hashes, size_t count);
+
+// A k-way merge of sorted runs of hashes: a binary heap of each run's next hash, over
+// caller-owned entries (one per run). The smallest hash is on top; equal hashes come out
+// one after the other, so the caller drops repeats by comparing with the last one it kept.
+class MergeHeap {
+public:
+    struct Entry {
+        uint64_t hash;
+        uint32_t run;
+    };
+    explicit MergeHeap(Entry *entries) : entries_(entries), size_(0) {}
+    bool empty() const { return size_ == 0; }
+    const Entry &top() const { return entries_[0]; }
+    void push(uint64_t hash, uint32_t run);
+    // The top's run goes on with `hash` (not smaller than the top's).
+    void replace_top(uint64_t hash) {
+        entries_[0].hash = hash;
+        sift_down(0);
+    }
+    // The top's run has ended.
+    void pop() {
+        entries_[0] = entries_[--size_];
+        if (size_ > 0) sift_down(0);
+    }
+
+private:
+    void sift_down(uint32_t at);
+
+    Entry *entries_;
+    uint32_t size_;
 };
 
 }  // namespace bloomfilter

@@ -1,6 +1,6 @@
 // Serialization of the aggregate states, for parallel plans: bloom_agg_serialfn and
 // bloom_agg_deserialfn.
-#include "agg_state.hpp"
+#include "agg_spill.hpp"
 
 using namespace bloomfilter;
 
@@ -16,16 +16,19 @@ namespace {
 //   auto-sized: f64 error_rate, u64 inserted, u64 count, the sketch's 1024 registers,
 //     256 x u32 the hashes of each bucket, then count x 7 bytes: the held hashes bucket by
 //     bucket, as chunks hold them (the bucket's number is each hash's missing top byte);
+//   spilled auto-sized (kind 5): the same header and sketch, then the FileSet of a file holding
+//     the count distinct hashes (u64 each, in increasing order), which the reader deletes;
 //   sized: the filter's encoding.
 // A state goes from a worker to the leader of the same server, but the layout is fixed anyway.
-constexpr uint8_t kSerialAutoBefore12 = 1, kSerialSized = 2, kSerialAuto = 4;
+constexpr uint8_t kSerialAutoBefore12 = 1, kSerialSized = 2, kSerialAuto = 4, kSerialExported = 5;
 constexpr size_t kSerialAutoHeader = 2 + 8 + 8 + 8;
 constexpr size_t kSerialSketchBytes = sizeof(DistinctSketch::registers);
 constexpr size_t kSerialAutoFixed = kSerialAutoHeader + kSerialSketchBytes + 4 * kBuckets;
 
 // A serialized state is a bytea, which holds at most 1 GB, and it travels inside a tuple whose
-// few bytes of header must fit too: more than about 153M distinct hashes in one process cannot
-// reach the leader. (The largest filter, 1,073,741,348 bytes, fits with 469 bytes to spare.)
+// few bytes of header must fit too: more than about 153M distinct hashes held in memory are
+// spilled and sent as a file, as a spilled state is. (The largest filter, 1,073,741,348 bytes,
+// fits with 469 bytes to spare.)
 constexpr Size kMaxSerializedBytes = MaxAllocSize - 256;
 
 bool serialized_size_fits(Size size) { return size <= kMaxSerializedBytes; }
@@ -51,11 +54,35 @@ extern "C" Datum bloom_agg_serialfn(PG_FUNCTION_ARGS) {
         // Drop repeats first only when the sketch says there are enough of them to matter: a
         // mostly distinct input is sent as it is, and the leader counts distinct hashes anyway.
         // A state too large to send is deduplicated anyway before giving up.
-        if (state->held > 0 &&
+        if (state->spill == nullptr && state->held > 0 &&
             (repeats_enough(state) ||
              !serialized_size_fits(VARHDRSZ + kSerialAutoFixed + state->held * kHeldHashBytes)))
             deduplicate_all(state, false);
-        size = VARHDRSZ + kSerialAutoFixed + state->held * kHeldHashBytes;
+        // Too many distinct hashes for one value (a work_mem of gigabytes): they go the way of a
+        // spilled state.
+        if (state->spill == nullptr &&
+            !serialized_size_fits(VARHDRSZ + kSerialAutoFixed + state->held * kHeldHashBytes))
+            spill_held(state);
+        if (state->spill != nullptr) {
+            // Spilled: its distinct hashes, merged from its runs, go in a file for the process
+            // that combines it, and the state names the file (agg_spill.hpp).
+            size = VARHDRSZ + kSerialAutoHeader + kSerialSketchBytes + kExportedBytes;
+            result = static_cast<bytea *>(palloc0(size));
+            uint8_t *out = reinterpret_cast<uint8_t *>(VARDATA(result));
+            const uint64_t count = spill_export(state, out + kSerialAutoHeader + kSerialSketchBytes);
+            out[0] = kSerialExported;
+            out[1] = uint8_t(state->kind);
+            uint64_t rate_bits;
+            memcpy(&rate_bits, &state->error_rate, 8);
+            store_u64(out + 2, rate_bits);
+            store_u64(out + 10, state->inserted);
+            store_u64(out + 18, count);
+            memcpy(out + kSerialAutoHeader, state->sketch->registers, kSerialSketchBytes);
+            SET_VARSIZE(result, size);
+            PG_RETURN_BYTEA_P(result);
+        }
+        const uint64_t count = state->held;
+        size = VARHDRSZ + kSerialAutoFixed + count * kHeldHashBytes;
         check_serialized_size(size);
         result = static_cast<bytea *>(palloc_extended(size, MCXT_ALLOC_HUGE));
         uint8_t *out = reinterpret_cast<uint8_t *>(VARDATA(result));
@@ -65,7 +92,7 @@ extern "C" Datum bloom_agg_serialfn(PG_FUNCTION_ARGS) {
         memcpy(&rate_bits, &state->error_rate, 8);
         store_u64(out + 2, rate_bits);
         store_u64(out + 10, state->inserted);
-        store_u64(out + 18, state->held);
+        store_u64(out + 18, count);
         out += kSerialAutoHeader;
         memcpy(out, state->sketch->registers, kSerialSketchBytes);
         out += kSerialSketchBytes;
@@ -129,6 +156,25 @@ extern "C" Datum bloom_agg_deserialfn(PG_FUNCTION_ARGS) {
     if (in[0] == kSerialAutoBefore12)
         report_bad_state("a state from a bloomfilter library before 1.2; every process of the "
                          "server must run the same library");
+    if (in[0] == kSerialExported) {
+        if (length != kSerialAutoHeader + kSerialSketchBytes + kExportedBytes)
+            report_bad_state("wrong length");
+        const uint8_t *exported = in + kSerialAutoHeader + kSerialSketchBytes;
+        if (!exported_for_me(exported)) report_bad_state("a file of another process");
+        expect_exported_files();
+        uint64_t rate_bits = load_u64(in + 2);
+        double error_rate;
+        memcpy(&error_rate, &rate_bits, 8);
+        check_error_rate(error_rate);
+        AggregateState *state = new_state(context, true, KeyKind(kind));
+        state->error_rate = error_rate;
+        state->sketch = static_cast<DistinctSketch *>(palloc(sizeof(DistinctSketch)));
+        memcpy(state->sketch->registers, in + kSerialAutoHeader, kSerialSketchBytes);
+        state->serialized_exported = exported;
+        state->held = load_u64(in + 18);
+        state->inserted = load_u64(in + 10);
+        PG_RETURN_POINTER(state);
+    }
     if (in[0] != kSerialAuto) report_bad_state("unknown state kind");
     if (length < kSerialAutoFixed) report_bad_state("too short");
     uint64_t rate_bits = load_u64(in + 2);

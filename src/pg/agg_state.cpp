@@ -1,6 +1,12 @@
 // The hash container of the auto-sized aggregate states (see agg_state.hpp).
 #include "agg_state.hpp"
 
+#include "agg_spill.hpp"
+
+extern "C" {
+#include "access/xact.h"
+}
+
 namespace bloomfilter {
 
 MemoryContext aggregate_context(FunctionCallInfo fcinfo, const char *name) {
@@ -29,6 +35,10 @@ AggregateState *new_auto_state(MemoryContext context, KeyKind kind, double error
     AggregateState *state = new_state(context, true, kind);
     state->error_rate = error_rate;
     state->context = context;
+    state->memory_limit = hash_memory_limit();
+    // The leader of a parallel plan, aggregating rows itself: partial states may come to it in
+    // files.
+    if (IsInParallelMode()) expect_exported_files();
     state->buckets =
         static_cast<HashBucket *>(MemoryContextAllocZero(context, kBuckets * sizeof(HashBucket)));
     state->sketch =
@@ -51,10 +61,20 @@ uint32_t next_chunk_capacity(const HashBucket &bucket) {
     return kChunkCapacities[lengthof(kChunkCapacities) - 1];
 }
 
+size_t chunk_size(uint32_t capacity) {
+    return offsetof(HashChunk, hashes) + size_t(capacity) * kHeldHashBytes + 1;
+}
+
+void free_chunk(AggregateState *state, HashChunk *chunk) {
+    state->chunk_bytes -= chunk_size(chunk->capacity);
+    pfree(chunk);
+}
+
 // Appends an empty chunk for `capacity` hashes to the bucket.
 void add_chunk(AggregateState *state, HashBucket &bucket, uint32_t capacity) {
-    HashChunk *chunk = static_cast<HashChunk *>(MemoryContextAllocHuge(
-        state->context, offsetof(HashChunk, hashes) + size_t(capacity) * kHeldHashBytes + 1));
+    HashChunk *chunk =
+        static_cast<HashChunk *>(MemoryContextAllocHuge(state->context, chunk_size(capacity)));
+    state->chunk_bytes += chunk_size(capacity);
     chunk->next = nullptr;
     chunk->count = 0;
     chunk->capacity = capacity;
@@ -92,7 +112,7 @@ void deduplicate(AggregateState *state, HashBucket &bucket, uint64_t *set_slots)
     write->count = write_index;
     for (HashChunk *chunk = write->next; chunk != nullptr;) {
         HashChunk *next = chunk->next;
-        pfree(chunk);
+        free_chunk(state, chunk);
         chunk = next;
     }
     write->next = nullptr;
@@ -131,7 +151,12 @@ void hold(AggregateState *state, uint64_t h) {
             deduplicate(state, bucket, slots);
             pfree(slots);
         }
-        if (last_chunk_full(bucket)) add_chunk(state, bucket, next_chunk_capacity(bucket));
+        if (last_chunk_full(bucket)) {
+            // Past the memory limit, everything held goes to a run on disk, this bucket too.
+            if (state->chunk_bytes + chunk_size(next_chunk_capacity(bucket)) > state->memory_limit)
+                spill_held(state);
+            add_chunk(state, bucket, next_chunk_capacity(bucket));
+        }
     }
     bucket.append(h);
     state->held++;
@@ -205,21 +230,67 @@ uint8_t *append_room(AggregateState *state, uint32_t b, uint32_t count) {
 
 }  // namespace
 
-// Appends a copy of every hash of `source` to `target`, bucket by bucket in one chunk each.
-void copy_hashes(AggregateState *target, const AggregateState *source) {
-    if (source->serialized_buckets != nullptr) {
+void release_held(AggregateState *state) {
+    for (uint32_t b = 0; b < kBuckets; b++) {
+        HashBucket &bucket = state->buckets[b];
+        for (HashChunk *chunk = bucket.first; chunk != nullptr;) {
+            HashChunk *next = chunk->next;
+            free_chunk(state, chunk);
+            chunk = next;
+        }
+        bucket = HashBucket{};
+    }
+    state->held = 0;
+}
+
+namespace {
+
+bool fits(const AggregateState *target, size_t count) {
+    return target->chunk_bytes + chunk_size(uint32_t(Min(count, size_t(PG_UINT32_MAX / 8)))) <=
+           target->memory_limit;
+}
+
+}  // namespace
+
+// Appends a copy of every hash of `source` to `target`, bucket by bucket in one chunk each; a
+// bucket that would take the target past its memory limit goes hash by hash, as the transition
+// adds them, spilling. `source` is only read (a spilled one has its runs merged, which leaves
+// its hashes as they were).
+void copy_hashes(AggregateState *target, AggregateState *source) {
+    if (source->serialized_exported != nullptr) {
+        for_each_exported_hash(source->serialized_exported,
+                               [target](uint64_t h) { hold(target, h); });
+    } else if (source->serialized_buckets != nullptr) {
         const uint8_t *counts = source->serialized_buckets;
         const uint8_t *in = counts + 4 * kBuckets;
         for (uint32_t b = 0; b < kBuckets; b++) {
             const uint32_t count = load_u32(counts + 4 * b);
             if (count == 0) continue;
-            memcpy(append_room(target, b, count), in, size_t(count) * kHeldHashBytes);
-            in += size_t(count) * kHeldHashBytes;
+            if (fits(target, count)) {
+                memcpy(append_room(target, b, count), in, size_t(count) * kHeldHashBytes);
+                in += size_t(count) * kHeldHashBytes;
+                continue;
+            }
+            for (uint32_t i = 0; i < count; i++, in += kHeldHashBytes) {
+                if ((i & 65535) == 65535) CHECK_FOR_INTERRUPTS();
+                uint8_t bytes[8] = {0};
+                memcpy(bytes, in, kHeldHashBytes);
+                hold(target, load_u64(bytes) | (uint64_t(b) << 56));
+            }
         }
+    } else if (source->spill != nullptr) {
+        spill_finish(source, nullptr);
+        for_each_spilled_hash(source, [target](uint64_t h) { hold(target, h); });
     } else {
         for (uint32_t b = 0; b < kBuckets; b++) {
             const HashBucket &from = source->buckets[b];
             if (from.count == 0) continue;
+            if (!fits(target, from.count)) {
+                for (const HashChunk *chunk = from.first; chunk != nullptr; chunk = chunk->next)
+                    for (uint32_t i = 0, n = from.count_of(chunk); i < n; i++)
+                        hold(target, chunk->get(i, b));
+                continue;
+            }
             uint8_t *out = append_room(target, b, uint32_t(from.count));
             for (const HashChunk *chunk = from.first; chunk != nullptr; chunk = chunk->next) {
                 const size_t bytes = size_t(from.count_of(chunk)) * kHeldHashBytes;

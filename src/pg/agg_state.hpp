@@ -4,7 +4,8 @@
 // each bucket is deduplicated on its own, in cache, at the end). A bucket is a list of chunks,
 // so growing never copies and at most its last chunk is partly empty; it is deduplicated before
 // it grows only when a HyperLogLog sketch says the input repeats itself, so memory follows the
-// number of distinct keys without deduplicating a mostly distinct input more than once.
+// number of distinct keys without deduplicating a mostly distinct input more than once. Past the
+// hash memory limit, the hashes go to temporary files (agg_spill.hpp).
 #pragma once
 
 #include "glue.hpp"
@@ -80,6 +81,8 @@ struct HashBucket {
     }
 };
 
+struct AggregateSpill;
+
 struct AggregateState {
     bool auto_sized;
     KeyKind kind;
@@ -95,9 +98,14 @@ struct AggregateState {
     DistinctSketch *sketch;
     double distinct_estimate;  // the sketch's estimate when held was below estimate_again_at
     uint64_t estimate_again_at;
+    size_t memory_limit;  // what the buckets' chunks may take (hash_memory_limit())
+    size_t chunk_bytes;   // what they take
+    AggregateSpill *spill;  // null until the held hashes first pass memory_limit
     // A deserialized auto-sized state has no buckets: it reads its hashes in place, from the
     // serialized bytes (256 x u32 the count of each bucket, then the bucket's hashes).
     const uint8_t *serialized_buckets;
+    // A deserialized spilled state: its hashes are in a file (agg_spill.hpp), `held` of them.
+    const uint8_t *serialized_exported;
 };
 
 // The aggregate memory context; an error when called outside an aggregate.
@@ -114,8 +122,11 @@ void collect(AggregateState *state, uint64_t h);
 bool repeats_enough(AggregateState *state);
 // Deduplicates every bucket (count_only: only counts); returns the number of distinct hashes.
 uint64_t deduplicate_all(AggregateState *state, bool count_only);
-// Appends a copy of every hash of `source` to `target`, bucket by bucket in one chunk each.
-void copy_hashes(AggregateState *target, const AggregateState *source);
+// Appends a copy of every hash of `source` to `target`, bucket by bucket in one chunk each (or
+// hash by hash, spilling, past the target's memory limit).
+void copy_hashes(AggregateState *target, AggregateState *source);
+// Frees every chunk: the buckets are empty, the count of keys and the sketch stay.
+void release_held(AggregateState *state);
 
 // Calls use(h) for every hash held, bucket by bucket.
 template <typename Use>

@@ -9,7 +9,7 @@
 // - auto-sized (bloom_agg(value), bloom_agg(value, error_rate)): the distinct 64-bit hashes of
 //   the keys (format version 2's), held in 7 bytes each, from which the final function sizes the
 //   filter for their number.
-#include "agg_state.hpp"
+#include "agg_spill.hpp"
 
 using namespace bloomfilter;
 
@@ -98,15 +98,16 @@ extern "C" Datum bloom_union_agg_transfn(PG_FUNCTION_ARGS) {
     PG_RETURN_POINTER(state);
 }
 
-// Only reads the state (counting the distinct hashes leaves them as they are), hence
-// FINALFUNC_MODIFY = READ_ONLY.
+// Only reads the state (counting the distinct hashes leaves them as they are; a spilled state's
+// runs are merged into one, which holds the same hashes), hence FINALFUNC_MODIFY = READ_ONLY.
 extern "C" Datum bloom_agg_finalfn(PG_FUNCTION_ARGS) {
     if (PG_ARGISNULL(0)) PG_RETURN_NULL();
     AggregateState *state = reinterpret_cast<AggregateState *>(PG_GETARG_POINTER(0));
     // The state's filter itself, not a copy (which would double the memory): it lives until the
     // aggregate's result has been used, and window aggregates copy results before going on.
     if (!state->auto_sized) PG_RETURN_POINTER(state->filter);
-    uint64_t distinct = deduplicate_all(state, true);
+    const bool spilled = state->spill != nullptr;
+    uint64_t distinct = spilled ? spill_finish(state, nullptr) : deduplicate_all(state, true);
     if (distinct == 0) PG_RETURN_NULL();
     Parameters parameters;
     report_parameters(size_filter(distinct, state->error_rate, &parameters), int64(distinct),
@@ -114,20 +115,25 @@ extern "C" Datum bloom_agg_finalfn(PG_FUNCTION_ARGS) {
     parameters.version = kAutoVersion;
     struct varlena *result = make_filter(parameters);
     FilterRef ref = FilterRef::of(bloom_bytes(result), parameters);
-    // Bucket by bucket, the blocks written move forward through the filter.
-    for_each_hash(state, [&ref](uint64_t h) { ref.add(KeyHash{h, 0}); });
+    // Bucket by bucket (or in increasing order from the tape), the blocks written move forward
+    // through the filter.
+    if (spilled)
+        for_each_spilled_hash(state, [&ref](uint64_t h) { ref.add(KeyHash{h, 0}); });
+    else
+        for_each_hash(state, [&ref](uint64_t h) { ref.add(KeyHash{h, 0}); });
     write_inserted(bloom_bytes(result), state->inserted);
     PG_RETURN_POINTER(result);
 }
 
-// Copies what it needs from the source state, which it never changes: the source may be a
+// Copies what it needs from the source state, whose hashes it never changes (a spilled source's
+// runs are merged into one, holding the same hashes): the source may be a
 // deserialized state in per-row memory, or another process's partial state read in place.
 extern "C" Datum bloom_agg_combinefn(PG_FUNCTION_ARGS) {
     MemoryContext context = aggregate_context(fcinfo, "bloom_agg_combinefn");
     AggregateState *target =
         PG_ARGISNULL(0) ? nullptr : reinterpret_cast<AggregateState *>(PG_GETARG_POINTER(0));
-    const AggregateState *source =
-        PG_ARGISNULL(1) ? nullptr : reinterpret_cast<const AggregateState *>(PG_GETARG_POINTER(1));
+    AggregateState *source =
+        PG_ARGISNULL(1) ? nullptr : reinterpret_cast<AggregateState *>(PG_GETARG_POINTER(1));
     if (source == nullptr) {
         if (target == nullptr) PG_RETURN_NULL();
         PG_RETURN_POINTER(target);

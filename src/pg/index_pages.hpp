@@ -1,6 +1,7 @@
 // The pages of a bloomfilter index: a metapage with the filter's header, then the filter's bits
 // laid out in order over the data pages. Shared by the access method (index_am.cpp), which
-// builds and adds, and the SQL functions that check and read an index (index_functions.cpp).
+// adds, its build (index_build.cpp), and the SQL functions that check and read an index
+// (index_contains.cpp, index_read.cpp).
 //
 // Block 0, the metapage: IndexMeta after the page header. Blocks 1..data_pages: bytes
 // [(n - 1) * bytes_per_page, n * bytes_per_page) of the filter's bits (the byte format without
@@ -13,6 +14,8 @@
 
 extern "C" {
 #include "access/generic_xlog.h"
+#include "access/genam.h"
+#include "nodes/execnodes.h"
 #include "storage/bufmgr.h"
 #include "storage/bufpage.h"
 #include "utils/rel.h"
@@ -38,6 +41,26 @@ struct IndexPageOpaque {
     uint16_t page_id;
 };
 constexpr uint16_t kMetaPageFlag = 1;
+
+inline IndexPageOpaque *page_opaque(Page page) {
+    return reinterpret_cast<IndexPageOpaque *>(PageGetSpecialPointer(page));
+}
+
+constexpr int64 kDefaultCapacity = 1000000;
+constexpr double kDefaultErrorRate = 0.01;
+
+// WITH (capacity = ..., error_rate = ...), as build_reloptions() fills it.
+struct IndexOptions {
+    int32 vl_len_;
+    int capacity;
+    double error_rate;
+};
+
+// The filter's parameters from the index's options (the defaults without them).
+Parameters index_parameters(Relation index);
+
+// ambuild (index_build.cpp).
+IndexBuildResult *bloom_am_build(Relation heap, Relation index, IndexInfo *index_info);
 
 // Stored on the metapage (native byte order, like every PostgreSQL page).
 struct IndexMeta {
@@ -91,6 +114,9 @@ bool is_bloomfilter_index(Relation index);
 
 // The key's 64-bit hash (format version 2), by the operator class's support function 1.
 KeyHash index_key_hash(Relation index, Datum value);
+
+// Sets the key's bits in the index's pages, logged.
+void add_key(Relation index, KeyHash h);
 
 // Whether every bit of the key is set in the index's pages.
 bool index_contains(Relation index, KeyHash h);

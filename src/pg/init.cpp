@@ -1,5 +1,5 @@
 // What the library does once when a server process loads it.
-#include "glue.hpp"
+#include "agg_spill.hpp"
 
 extern "C" {
 void _PG_init(void);
@@ -10,4 +10,5 @@ extern "C" void _PG_init(void) {
     // that it runs in the server process that will use it, once.
     bloomfilter::choose_check_path();
     bloomfilter::register_index_options();
+    bloomfilter::delete_exported_files_at_exit();
 }

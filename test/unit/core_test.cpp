@@ -1333,3 +1333,52 @@ TEST(Shards, IndependentOfBlocks) {
     std::printf("shard 0 of 64: measured %.6f over %llu probes, estimated %.6f\n", measured,
                 (unsigned long long)probes, s.estimated_error_rate);
 }
+
+// ---------------------------------------------------------------------------------------------
+// sort_unique and MergeHeap: the runs of a spilling aggregate and their merge
+
+TEST(SpillRuns, SortUniqueMatchesStdSet) {
+    std::mt19937_64 random(31);
+    for (size_t size : {0u, 1u, 2u, 17u, 1000u, 65536u}) {
+        std::vector<uint64_t> input(size);
+        for (auto &h : input) h = random() % (size + 1) == 0 ? 0 : random() % (2 * size + 1);
+        std::set<uint64_t> want(input.begin(), input.end());
+        size_t kept = sort_unique(input.data(), input.size());
+        ASSERT_EQ(kept, want.size()) << size;
+        ASSERT_TRUE(std::equal(want.begin(), want.end(), input.begin())) << size;
+    }
+}
+
+TEST(SpillRuns, MergeOfSortedRunsIsTheSortedUnion) {
+    std::mt19937_64 random(37);
+    for (uint32_t runs : {1u, 2u, 3u, 8u, 33u}) {
+        std::vector<std::vector<uint64_t>> run(runs);
+        std::set<uint64_t> want;
+        for (auto &r : run) {
+            r.resize(random() % 500);
+            // Small values: runs share hashes; the extremes 0 and ~0 too.
+            for (auto &h : r) h = random() % 3 == 0 ? random() % 300 : random();
+            if (random() % 2) r.push_back(0);
+            if (random() % 2) r.push_back(~uint64_t(0));
+            r.resize(sort_unique(r.data(), r.size()));
+            want.insert(r.begin(), r.end());
+        }
+        std::vector<MergeHeap::Entry> entries(runs);
+        std::vector<size_t> next(runs, 0);
+        MergeHeap heap(entries.data());
+        for (uint32_t i = 0; i < runs; i++)
+            if (!run[i].empty()) heap.push(run[i][next[i]++], i);
+        std::vector<uint64_t> merged;
+        while (!heap.empty()) {
+            const MergeHeap::Entry top = heap.top();
+            if (merged.empty() || merged.back() != top.hash) merged.push_back(top.hash);
+            ASSERT_GE(top.hash, merged.back());
+            if (next[top.run] < run[top.run].size())
+                heap.replace_top(run[top.run][next[top.run]++]);
+            else
+                heap.pop();
+        }
+        ASSERT_EQ(merged.size(), want.size()) << runs;
+        ASSERT_TRUE(std::equal(want.begin(), want.end(), merged.begin())) << runs;
+    }
+}

@@ -5,7 +5,9 @@ bloomfilter in the application's own memory.
     f = Filter.from_bytes(data)      # the bytes of a bloom value (bloom::bytea)
     "user7@mail.com" in f            # False: certainly never added
 
-Adapters: bloomfilter.psycopg.register(conn), bloomfilter.psycopg2.register(conn).
+Adapters: bloomfilter.psycopg.register(conn) (also async connections and pools),
+bloomfilter.psycopg2.register(conn), await bloomfilter.asyncpg.register(conn), and the
+SQLAlchemy column type bloomfilter.sqlalchemy.Bloom.
 Following an index: bloomfilter.follow.IndexFollower(conn, "users_email_bloom").
 """
 

@@ -474,12 +474,23 @@ class Filter:
         """Byte-identical filters, as SQL's `=`."""
         return isinstance(other, Filter) and self._data == other._data
 
-    def __hash__(self):
-        return hash(bytes(self._data))
+    # Unhashable: a filter changes with add(), update() and a follower's refresh, and a hash of
+    # its content would leave it lost in any set or dict it was put in. Key a dict by
+    # f.to_bytes() (or by identity, id(f)) where that is meant.
+    __hash__ = None
 
-    def __len__(self):
-        """The size of the byte format in bytes."""
+    # No len(): how many distinct keys a filter holds is not known (inserted counts adds,
+    # duplicates included; info().estimated_count estimates them), and a size in bytes under the
+    # name of a count would be read as one. The size is nbytes.
+
+    @property
+    def nbytes(self):
+        """The size of the byte format in bytes (what octet_length(bloom::bytea) gives)."""
         return len(self._data)
+
+    def __reduce__(self):
+        # Pickled as its byte format (validated again when loaded): for multiprocessing, caches.
+        return (Filter.from_bytes, (bytes(self._data),))
 
     def __bytes__(self):
         return self.to_bytes()

@@ -15,16 +15,28 @@ of the last successful refresh is found; `lag` says how long ago that was.
 It works with a psycopg (3) or psycopg2 connection, or a conninfo string, and needs only
 SELECT on the indexed column (as bloom_index_contains does). It sets autocommit on the
 connection, which it uses from its own thread: give it a connection of its own.
+
+An answer "absent" is never older than `max_lag` seconds when one is given: past it, contains()
+answers True ("maybe: ask the database"), is_fresh() is False, and one warning is logged
+(logger "bloomfilter.follow") until a refresh succeeds again.
+
+Forking servers (gunicorn --preload, uWSGI, Celery prefork, multiprocessing with fork): a
+follower made before the fork keeps working in every child. The child drops the parent's
+connection without closing it (that would end the parent's session), opens its own at its next
+refresh (reading the filter whole) and starts its own background thread if the parent had one.
 """
 
+import logging
+import os
 import re
 import threading
 import time
 import uuid
+import weakref
 
 from ._core import HEADER_BYTES, Filter, key_bytes
 
-__all__ = ["IndexFollower", "UnsupportedIndexError"]
+__all__ = ["IndexFollower", "ShardedIndexFollower", "UnsupportedIndexError"]
 
 _CURRENT_LSN = ("SELECT CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.pg_last_wal_replay_lsn() "
                 "ELSE pg_catalog.pg_current_wal_insert_lsn() END::text")
@@ -33,7 +45,10 @@ _CURRENT_LSN = ("SELECT CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog
 # index, the expression, the column it reads and the collation it lowers with.
 _DESCRIBE = """
 SELECT i.indexrelid::oid, i.indkey[0] = 0, pg_catalog.pg_get_indexdef(i.indexrelid, 1, true),
-       pg_catalog.format_type(ia.atttypid, NULL), am.amname,
+       -- A domain's keys are its base type's.
+       (WITH RECURSIVE b AS (SELECT t.oid, t.typbasetype FROM pg_catalog.pg_type t WHERE t.oid = ia.atttypid
+                UNION ALL SELECT t.oid, t.typbasetype FROM pg_catalog.pg_type t JOIN b ON t.oid = b.typbasetype)
+        SELECT pg_catalog.format_type(b.oid, NULL) FROM b WHERE b.typbasetype = 0), am.amname,
        CASE WHEN co.oid IS NOT NULL
             THEN CASE co.collprovider WHEN 'i' THEN co.colliculocale ELSE co.collctype END
             ELSE CASE d.datlocprovider WHEN 'i' THEN d.daticulocale ELSE d.datctype END END
@@ -44,21 +59,53 @@ SELECT i.indexrelid::oid, i.indkey[0] = 0, pg_catalog.pg_get_indexdef(i.indexrel
   JOIN pg_catalog.pg_database d ON d.datname = pg_catalog.current_database()
   LEFT JOIN pg_catalog.pg_collation co
          ON co.oid = i.indcollation[0] AND co.oid <> 100  -- 100: the database's default
- WHERE i.indexrelid = %s::regclass
+ WHERE i.indexrelid = %s::text::regclass
 """
 _COLUMNS = """
-SELECT pg_catalog.quote_ident(a.attname), pg_catalog.format_type(a.atttypid, NULL)
+SELECT pg_catalog.quote_ident(a.attname),
+       (WITH RECURSIVE b AS (SELECT t.oid, t.typbasetype FROM pg_catalog.pg_type t WHERE t.oid = a.atttypid
+                UNION ALL SELECT t.oid, t.typbasetype FROM pg_catalog.pg_type t JOIN b ON t.oid = b.typbasetype)
+        SELECT pg_catalog.format_type(b.oid, NULL) FROM b WHERE b.typbasetype = 0)
   FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_index i ON a.attrelid = i.indrelid
  WHERE i.indexrelid = %s::oid AND a.attnum > 0 AND NOT a.attisdropped
 """
 _LOAD = "SELECT bloom_index_filter(%s::oid::regclass)::bytea"
-_CHANGES = ("SELECT c.next_lsn::text, c.byte_offset, c.bytes, %s::regclass::oid "
-            "FROM bloom_index_changes(%s::regclass, %s::pg_lsn) c")
+_CHANGES = ("SELECT c.next_lsn::text, c.byte_offset, c.bytes, %s::text::regclass::oid "
+            "FROM bloom_index_changes(%s::text::regclass, %s::text::pg_lsn) c")
 
 _KEY_TYPES = {
     "text": str, "character varying": str, "bytea": bytes, "smallint": int, "integer": int,
     "bigint": int, "uuid": uuid.UUID,
 }
+
+
+def _text(value):
+    """A text column's value as str: psycopg returns text as bytes on a SQL_ASCII database."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("utf-8", "surrogateescape")
+    return value
+
+
+_log = logging.getLogger("bloomfilter.follow")
+
+# Followers alive in this process, set up again in a forked child; the parent's connections a
+# child inherited, never used nor closed there (psycopg2 would end the parent's session when one
+# is garbage-collected).
+_followers = weakref.WeakSet()
+_inherited = []
+_restart_lock = threading.Lock()
+
+
+def _after_fork_in_child():
+    for follower in list(_followers):
+        try:
+            follower._after_fork()
+        except Exception:  # an at-fork hook cannot raise; the follower's lag says it is stale
+            _log.exception("follower of %s: could not restart after fork", follower.index_name)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class UnsupportedIndexError(ValueError):
@@ -101,6 +148,73 @@ def _reconnector(conn):
     return None
 
 
+def _key_rules(index_name, rows, columns):
+    """(OID, key type, key transform or None) of an index from its _DESCRIBE rows and, for an
+    expression index, its table's _COLUMNS rows."""
+    if not rows:
+        raise LookupError("index %s not found" % index_name)
+    oid, is_expression, definition, key_type, access_method, ctype = rows[0]
+    definition, key_type, access_method, ctype = map(
+        _text, (definition, key_type, access_method, ctype))
+    if access_method != "bloomfilter":
+        raise UnsupportedIndexError("%s is not a bloomfilter index (it uses %s)"
+                                    % (index_name, access_method))
+    key_type = _KEY_TYPES.get(key_type)
+    if not is_expression:
+        return oid, key_type, None
+    columns = {_text(name): _text(type_) for name, type_ in columns}
+    match = re.fullmatch(r"lower\((.+?)(?:::text)?\)", definition)
+    column = match.group(1) if match else None
+    if column not in columns or columns[column] not in ("text", "character varying"):
+        raise UnsupportedIndexError(
+            "index %s has the key expression %s: the follower applies lower() of a text "
+            "column only; check this index in SQL with bloom_index_contains" % (index_name, definition))
+    # Exactly "C" or "POSIX" (as PostgreSQL's lc_ctype_is_c): C.UTF-8 is a full locale.
+    c_ctype = ctype in ("C", "POSIX")  # an ICU locale never is
+    # Turkish and Azeri lower "I" to a dotless i: not even ASCII keys are certain there.
+    turkic = re.match(r"(tr|az)([_.@-]|$)", ctype or "", re.IGNORECASE) is not None
+
+    def lower(key):
+        if not isinstance(key, str):
+            raise TypeError("index %s has keys lower(%s), which takes str, not %s"
+                            % (index_name, column, type(key).__name__))
+        if c_ctype:
+            return _ascii_lower(key)
+        if key.isascii() and not turkic:
+            return _ascii_lower(key)
+        # Outside the C ctype the server lowers with the operating system's locale tables,
+        # which Python's str.lower() does not always match: such keys answer "maybe".
+        raise _Unreproducible()
+
+    return oid, key_type, lower
+
+
+def _merge(current, oid, rows):
+    """Applies the rows of _CHANGES (non-empty) to the filter `current` of the index `oid`:
+    the next LSN, or None when the filter must be read whole (another index under the name,
+    or new parameters)."""
+    next_lsn, offset, header, row_oid = rows[0]
+    header = bytes(header)
+    data = current._data
+    if row_oid != oid or offset != 0 or header[:28] != data[:28]:
+        return None
+    data[:HEADER_BYTES] = header
+    for _, offset, page, _ in rows[1:]:
+        data[offset:offset + len(page)] = page
+    return _text(next_lsn)
+
+
+def _check_key(index_name, key_type, transform, key):
+    """The key as the filter holds it (after the index's expression), or _Unreproducible."""
+    if transform is not None:
+        return transform(key)
+    if key_type is not None and not isinstance(key, key_type):
+        if not (key_type is bytes and isinstance(key, (bytearray, memoryview))):
+            raise TypeError("index %s has keys of type %s, not %s" % (
+                index_name, key_type.__name__, type(key).__name__))
+    return key
+
+
 class IndexFollower:
     """Follows a bloomfilter index and answers contains(key) locally.
 
@@ -108,10 +222,11 @@ class IndexFollower:
     a function returning a new connection; after a dropped connection the follower opens a new
     one the same way. index_name: the index, as in SQL (schema-qualified or through the
     search_path). interval: seconds between refreshes of the background thread; background=False
-    for none (call refresh() yourself).
+    for none (call refresh() yourself). max_lag: seconds; once the last successful refresh is
+    older, contains() answers True (None: no bound).
     """
 
-    def __init__(self, conn, index_name, interval=0.1, background=True):
+    def __init__(self, conn, index_name, interval=0.1, background=True, max_lag=None):
         if callable(conn) and not hasattr(conn, "cursor"):
             self._connect, self._conn = conn, None
         elif isinstance(conn, str):
@@ -120,6 +235,10 @@ class IndexFollower:
             self._connect, self._conn = _reconnector(conn), conn
         self.index_name = index_name
         self.interval = interval
+        self.max_lag = max_lag
+        self._stale_warned = False
+        self._closed = False
+        self._pid = os.getpid()
         # (filter, key type, key transform) of the index, replaced as one by a reload, so that
         # contains() never pairs a filter with another index's key rules.
         self._state = None
@@ -140,6 +259,7 @@ class IndexFollower:
         if self._conn is not None:
             self._prepare_connection()
         self.refresh()
+        _followers.add(self)
         if background:
             self.start()
 
@@ -149,15 +269,13 @@ class IndexFollower:
         """False: no row committed before the last successful refresh has this key (after the
         index's expression, if any); True: one probably has."""
         f, key_type, transform = self._state
-        if transform is not None:
-            try:
-                key = transform(key)
-            except _Unreproducible:
-                return True
-        elif key_type is not None and not isinstance(key, key_type):
-            if not (key_type is bytes and isinstance(key, (bytearray, memoryview))):
-                raise TypeError("index %s has keys of type %s, not %s" % (
-                    self.index_name, key_type.__name__, type(key).__name__))
+        try:
+            key = _check_key(self.index_name, key_type, transform, key)
+        except _Unreproducible:
+            return True
+        if self.max_lag is not None and time.monotonic() - self._refreshed_at > self.max_lag:
+            self._stale()
+            return True
         return f.contains(key)
 
     __contains__ = contains
@@ -172,6 +290,26 @@ class IndexFollower:
         """Seconds since the start of the last successful refresh: an answer "absent" is as of
         then."""
         return time.monotonic() - self._refreshed_at
+
+    def is_fresh(self, max_lag=None):
+        """True when the copy is at most max_lag seconds old (the follower's max_lag if not
+        given; with neither, True): contains() then answers from the copy."""
+        bound = self.max_lag if max_lag is None else max_lag
+        return bound is None or self.lag <= bound
+
+    def _stale(self):
+        # A child forked where Python's at-fork handlers did not run (uWSGI without
+        # py-call-osafterfork forks from C) has neither thread nor connection of its own: the
+        # first stale answer there sets the follower up again.
+        if getattr(self, "_pid", None) not in (None, os.getpid()):
+            with _restart_lock:  # taken in such a child only, so never held across a fork
+                if self._pid != os.getpid():
+                    self._after_fork()
+        if not self._stale_warned:
+            self._stale_warned = True
+            _log.warning("follower of %s: last refresh %.1f s ago, more than max_lag=%s s (%s); "
+                         "contains() answers True until a refresh succeeds", self.index_name,
+                         self.lag, self.max_lag, self.last_error or "no refresh since")
 
     # -- keeping current ------------------------------------------------------------------
 
@@ -195,6 +333,9 @@ class IndexFollower:
             self._refreshed_at = started
             self.refreshes += 1
             self.last_error = None
+            if self._stale_warned:
+                self._stale_warned = False
+                _log.warning("follower of %s: fresh again", self.index_name)
 
     def start(self):
         """Starts the background thread (refreshing every `interval` seconds)."""
@@ -206,6 +347,7 @@ class IndexFollower:
 
     def close(self):
         """Stops the background thread and closes the connection the follower opened or was given."""
+        self._closed = True
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
@@ -218,6 +360,22 @@ class IndexFollower:
 
     def __exit__(self, *exc):
         self.close()
+
+    def _after_fork(self):
+        # In a forked child: the parent's lock may have been held by its thread, which does not
+        # exist here, and its connection is the parent's session.
+        running = self._thread is not None and not self._closed
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = None
+        if self._conn is not None:
+            _inherited.append(self._conn)
+            self._conn = None
+        self._lsn = None
+        self.backend_pid = None
+        self._pid = os.getpid()
+        if running:
+            self.start()
 
     def _run(self):
         # A fixed rate: a refresh starts every `interval` seconds however long the last took.
@@ -277,40 +435,8 @@ class IndexFollower:
     def _describe(self):
         """(OID, key type, key transform or None) of the index now under the name."""
         rows = self._query(_DESCRIBE, [self.index_name])
-        if not rows:
-            raise LookupError("index %s not found" % self.index_name)
-        oid, is_expression, definition, key_type, access_method, ctype = rows[0]
-        if access_method != "bloomfilter":
-            raise UnsupportedIndexError("%s is not a bloomfilter index (it uses %s)"
-                                        % (self.index_name, access_method))
-        key_type = _KEY_TYPES.get(key_type)
-        if not is_expression:
-            return oid, key_type, None
-        columns = dict(self._query(_COLUMNS, [oid]))
-        match = re.fullmatch(r"lower\((.+?)(?:::text)?\)", definition)
-        column = match.group(1) if match else None
-        if column not in columns or columns[column] not in ("text", "character varying"):
-            raise UnsupportedIndexError(
-                "index %s has the key expression %s: the follower applies lower() of a text "
-                "column only; check this index in SQL with bloom_index_contains" % (self.index_name, definition))
-        # Exactly "C" or "POSIX" (as PostgreSQL's lc_ctype_is_c): C.UTF-8 is a full locale.
-        c_ctype = ctype in ("C", "POSIX")  # an ICU locale never is
-        # Turkish and Azeri lower "I" to a dotless i: not even ASCII keys are certain there.
-        turkic = re.match(r"(tr|az)([_.@-]|$)", ctype or "", re.IGNORECASE) is not None
-
-        def lower(key):
-            if not isinstance(key, str):
-                raise TypeError("index %s has keys lower(%s), which takes str, not %s"
-                                % (self.index_name, column, type(key).__name__))
-            if c_ctype:
-                return _ascii_lower(key)
-            if key.isascii() and not turkic:
-                return _ascii_lower(key)
-            # Outside the C ctype the server lowers with the operating system's locale tables,
-            # which Python's str.lower() does not always match: such keys answer "maybe".
-            raise _Unreproducible()
-
-        return oid, key_type, lower
+        columns = self._query(_COLUMNS, [rows[0][0]]) if rows and rows[0][1] else None
+        return _key_rules(self.index_name, rows, columns)
 
     def _load(self):
         oid, key_type, transform = self._describe()
@@ -318,7 +444,7 @@ class IndexFollower:
         (data,), = self._query(_LOAD, [oid])
         self.last_rows, self.last_bytes = 1, len(data)
         self._state = (Filter.from_bytes(bytes(data)), key_type, transform)
-        self._oid, self._lsn = oid, lsn
+        self._oid, self._lsn = oid, _text(lsn)
         self.reloads += 1
 
     def _apply_changes(self):
@@ -327,17 +453,79 @@ class IndexFollower:
         self.last_bytes = sum(len(row[2]) for row in rows)
         if not rows:
             return
-        next_lsn, offset, header, oid = rows[0]
-        header = bytes(header)
-        current = self._state[0]
-        if oid != self._oid or offset != 0 or header[:28] != current.to_bytes()[:28]:
+        next_lsn = _merge(self._state[0], self._oid, rows)
+        if next_lsn is None:
             # Another index under the name (REINDEX CONCURRENTLY, or dropped and created) or
             # new parameters: read it whole. Until the new copy is complete (and if reading it
             # fails) contains() answers from the current one, as of the last refresh.
             self._load()
             return
-        data = current._data
-        data[:HEADER_BYTES] = header
-        for _, offset, page, _ in rows[1:]:
-            data[offset:offset + len(page)] = page
         self._lsn = next_lsn
+
+
+class ShardedIndexFollower:
+    """Follows the same index on several servers (the shards of a table) and answers for their
+    union: contains(key) is False only if no shard's copy has the key. Each shard has its own
+    IndexFollower (connection, thread, reconnection); with max_lag, one stale shard is enough
+    for contains() to answer True.
+
+    conns: connections, conninfo strings or functions returning a connection, one per shard.
+    The other arguments are IndexFollower's, the same for every shard.
+    """
+
+    def __init__(self, conns, index_name, interval=0.1, background=True, max_lag=None):
+        self.index_name = index_name
+        self.followers = []
+        try:
+            for conn in conns:
+                self.followers.append(IndexFollower(conn, index_name, interval=interval,
+                                                    background=background, max_lag=max_lag))
+        except BaseException:
+            self.close()
+            raise
+        if not self.followers:
+            raise ValueError("ShardedIndexFollower needs at least one connection")
+
+    def contains(self, key):
+        """False: no shard has a row with this key committed before its last successful
+        refresh; True: one probably has."""
+        for follower in self.followers:
+            if follower.contains(key):
+                return True
+        return False
+
+    __contains__ = contains
+
+    @property
+    def lag(self):
+        """The largest of the shards' lags: every "absent" is as of at most this long ago."""
+        return max(follower.lag for follower in self.followers)
+
+    def is_fresh(self, max_lag=None):
+        return all(follower.is_fresh(max_lag) for follower in self.followers)
+
+    def refresh(self):
+        """Refreshes every shard; raises the first shard's error once all were tried."""
+        errors = []
+        for follower in self.followers:
+            try:
+                follower.refresh()
+            except Exception as error:
+                errors.append(error)
+        if errors:
+            raise errors[0]
+
+    def close(self):
+        for follower in self.followers:
+            follower.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+from .follow_async import AsyncIndexFollower  # noqa: E402 (it builds on this module)
+
+__all__.append("AsyncIndexFollower")

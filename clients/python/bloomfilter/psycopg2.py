@@ -35,10 +35,25 @@ def _cast(value, cursor):
 
 def register(connection, schema=None):
     """Registers the bloom type's loader on a connection (or cursor) and the Filter adapter
-    (psycopg2 adapters are global). Returns the bloom type's OID."""
-    cursor = connection.cursor() if hasattr(connection, "cursor") else connection
-    cursor.execute("SELECT to_regtype(%s)::oid", ["bloom" if schema is None else "%s.bloom" % schema])
-    row = cursor.fetchone()
+    (psycopg2 adapters are global). Returns the bloom type's OID. A connection that was not in a
+    transaction is not left in one."""
+    is_cursor = not hasattr(connection, "cursor")
+    conn = connection.connection if is_cursor else connection
+    # Outside a transaction before, outside one after: psycopg2 opens one at the first query of
+    # a connection not in autocommit, which would leave it idle in transaction (and a pool's
+    # connection returned that way).
+    was_idle = (not conn.autocommit and
+                conn.get_transaction_status() == psycopg2.extensions.TRANSACTION_STATUS_IDLE)
+    cursor = connection if is_cursor else connection.cursor()
+    try:
+        cursor.execute("SELECT pg_catalog.to_regtype(%s)::oid",
+                       ["bloom" if schema is None else "%s.bloom" % schema])
+        row = cursor.fetchone()
+    finally:
+        if not is_cursor:
+            cursor.close()
+        if was_idle:
+            conn.rollback()
     if row is None or row[0] is None:
         raise LookupError("type bloom not found: is the bloomfilter extension installed "
                           "(CREATE EXTENSION bloomfilter) and in the search_path?")

@@ -24,17 +24,37 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "server: needs a PostgreSQL server with the extension")
 
 
-@pytest.fixture(scope="session")
-def dsn():
+def _database(encoding, locale):
+    """A new database with the extension, of an explicit encoding and locale (whatever the
+    cluster's): its conninfo, and a function dropping it."""
     import psycopg
     name = "bloomfilter_python_%s" % uuid.uuid4().hex[:12]
     with psycopg.connect(dbname="postgres", autocommit=True) as admin:
-        admin.execute('CREATE DATABASE "%s"' % name)
+        admin.execute("CREATE DATABASE \"%s\" ENCODING '%s' LC_COLLATE '%s' LC_CTYPE '%s' "
+                      "TEMPLATE template0" % (name, encoding, locale, locale))
     with psycopg.connect(dbname=name, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION bloomfilter")
-    yield "dbname=%s" % name
-    with psycopg.connect(dbname="postgres", autocommit=True) as admin:
-        admin.execute('DROP DATABASE "%s" WITH (FORCE)' % name)
+
+    def drop():
+        with psycopg.connect(dbname="postgres", autocommit=True) as admin:
+            admin.execute('DROP DATABASE "%s" WITH (FORCE)' % name)
+    return "dbname=%s" % name, drop
+
+
+@pytest.fixture(scope="session")
+def dsn():
+    """A UTF8 database in the C.UTF-8 locale, for the whole session."""
+    conninfo, drop = _database("UTF8", "C.UTF-8")
+    yield conninfo
+    drop()
+
+
+@pytest.fixture(scope="session")
+def ascii_dsn():
+    """A SQL_ASCII database in the C locale (where psycopg returns text as bytes)."""
+    conninfo, drop = _database("SQL_ASCII", "C")
+    yield conninfo
+    drop()
 
 
 @pytest.fixture

@@ -339,3 +339,24 @@ def test_dropped_psycopg2_connection(conn, dsn):
     follower.refresh()
     assert "later" in follower and follower.backend_pid != first_pid
     follower.close()
+
+
+@pytest.mark.parametrize("base,expression,keys,probe", [
+    ("text", "email", ["a@mail.com", "b@mail.com"], "a@mail.com"),
+    ("text", "lower(email)", ["User7@Mail.com"], "USER7@mail.com"),
+    ("bigint", "email", [7, 2**40], 7),
+])
+def test_domain_columns(conn, dsn, base, expression, keys, probe):
+    """A column of a domain (over a domain) is followed as its base type, as the server checks it."""
+    domain = "dom_%s" % uuid.uuid4().hex[:10]
+    conn.execute("CREATE DOMAIN %s_inner AS %s CHECK (VALUE IS NOT NULL)" % (domain, base))
+    conn.execute("CREATE DOMAIN %s AS %s_inner" % (domain, domain))
+    table, index = make_table(conn, expression=expression, capacity=1000, column_type=domain)
+    with conn.cursor() as cursor:
+        for key in keys:
+            cursor.execute("INSERT INTO %s (email) VALUES (%%s::%s)" % (table, base), [key])
+    with IndexFollower(dsn, index, background=False) as follower:
+        assert follower.contains(probe)
+        (sql,) = conn.execute("SELECT bloom_index_contains(%%s, %%s::%s)" % ("bigint" if base == "bigint" else "text"),
+                              [index, probe]).fetchone()
+        assert sql is True

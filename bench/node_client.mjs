@@ -1,0 +1,160 @@
+// The Node.js client's benchmark, run by bench/node_client.sh on its cluster (PGHOST, PGPORT,
+// PGDATABASE): Filter.contains against bloom_index_contains through pg, the follower's lag from
+// COMMIT to a true answer, and the longest event-loop stall while a 1M-key filter loads.
+import { appendFileSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+
+const require = createRequire(new URL("../clients/node/package.json", import.meta.url));
+const pg = require("pg");
+const { IndexFollower } = require("pg-bloomfilter");
+
+const LOOKUP_SECONDS = Number(process.env.BENCH_LOOKUP_SECONDS ?? 2);
+const ROUNDS = Number(process.env.BENCH_LOOKUP_ROUNDS ?? 5);
+const INSERTS = Number(process.env.BENCH_FOLLOWER_INSERTS ?? 10000);
+const RELOADS = Number(process.env.BENCH_RELOADS ?? 5);
+const INTERVAL = 100;
+const rows = [];
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); const m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
+const quantile = (xs, q) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(q * (s.length - 1))]; };
+
+function row(what, measured, op, target) {
+  const pass = op === undefined ? "-" : (op === ">=" ? measured >= target : measured <= target) ? "PASS" : "MISS";
+  rows.push(`node) ${what}|${measured}|${op === undefined ? "-" : `${op} ${target}`}|${pass}`);
+}
+
+// Keys: random n in [0, 2,000,000), half present, as text.
+let seed = 42;
+const random = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed; };
+const KEYS = Array.from({ length: 1 << 16 }, () => String(random() % 2000000));
+
+async function lookups(client, seconds) {
+  const end = performance.now() + seconds * 1000;
+  let n = 0, present = 0;
+  const started = performance.now();
+  while (performance.now() < end) {
+    for (let j = 0; j < 100; j++, n++) {
+      const { rows: [r] } = await client.query({ name: "lookup", text: "SELECT bloom_index_contains('users_email_bloom', $1) AS c",
+        values: [KEYS[n & (KEYS.length - 1)]] });
+      present += r.c ? 1 : 0;
+    }
+  }
+  return [((performance.now() - started) * 1e6) / n, present / n];
+}
+
+function checks(follower, seconds) {
+  const end = performance.now() + seconds * 1000;
+  let n = 0, present = 0;
+  const started = performance.now();
+  while (performance.now() < end) {
+    for (let j = 0; j < 10000; j++, n++) present += follower.contains(KEYS[n & (KEYS.length - 1)]) ? 1 : 0;
+  }
+  return [((performance.now() - started) * 1e6) / n, present / n];
+}
+
+async function main() {
+  const client = new pg.Client();
+  await client.connect();
+  const follower = await IndexFollower.open(() => { const c = new pg.Client(); return c.connect().then(() => c); },
+    "users_email_bloom", { start: false });
+
+  console.log(`== Filter.contains against SELECT bloom_index_contains('users_email_bloom', $1) through pg`
+    + ` (1 client, prepared, Unix socket), ${ROUNDS} rounds of ${LOOKUP_SECONDS} s each side`);
+  checks(follower, 0.5);
+  await lookups(client, 0.5);
+  const ratios = [], local = [], remote = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    const [sqlNs, sqlPresent] = await lookups(client, LOOKUP_SECONDS);
+    const [jsNs, jsPresent] = checks(follower, LOOKUP_SECONDS);
+    ratios.push(sqlNs / jsNs);
+    local.push(jsNs);
+    remote.push(sqlNs);
+    console.log(`round ${r + 1}: bloom_index_contains ${(sqlNs / 1000).toFixed(1)} µs (${(sqlPresent * 100).toFixed(1)}% true),`
+      + ` Filter.contains ${jsNs.toFixed(0)} ns (${(jsPresent * 100).toFixed(1)}% true): ${(sqlNs / jsNs).toFixed(1)}x`);
+  }
+  row("Filter.contains, ns per check (1M keys, 7 hashes)", Math.round(median(local)));
+  row("bloom_index_contains through pg, µs per check", Number((median(remote) / 1000).toFixed(1)));
+  row("Filter.contains faster than bloom_index_contains through pg (x, median of rounds)", Number(median(ratios).toFixed(1)), ">=", 30);
+  await follower.close();
+
+  console.log(`\n== event loop: the longest stall while IndexFollower.reload() reads users_email_bloom (1M keys, 1.2 MB) whole, ${RELOADS} times`);
+  // The main thread's time spent waiting for a CPU (runnable, not running), from the kernel's
+  // schedstat: on a shared machine a timer can be late because another process had the CPU, which
+  // is no stall of the event loop. Each gap is reported whole and less that wait.
+  const schedstat = `/proc/${process.pid}/task/${process.pid}/schedstat`;
+  const waited = () => { try { return Number(readFileSync(schedstat, "utf8").split(" ")[1]) / 1e6; } catch { return 0; } };
+  const stalls = [], gaps = [];
+  const reloading = await IndexFollower.open(() => { const c = new pg.Client(); return c.connect().then(() => c); },
+    "users_email_bloom", { start: false });
+  for (let r = 0; r < RELOADS; r++) {
+    let last = performance.now(), lastWait = waited(), longest = 0, longestOwn = 0;
+    const ticker = setInterval(() => {
+      const t = performance.now(), w = waited();
+      longest = Math.max(longest, t - last);
+      longestOwn = Math.max(longestOwn, t - last - (w - lastWait));
+      last = t;
+      lastWait = w;
+    }, 1);
+    await sleep(20);
+    longest = 0;
+    longestOwn = 0;
+    const started = performance.now();
+    await reloading.reload();
+    const f = reloading;
+    const took = performance.now() - started;
+    await sleep(5);
+    clearInterval(ticker);
+    // A 1 ms timer fires about every millisecond when nothing blocks: the stall is what is past that.
+    gaps.push(Math.max(0, longest - 1));
+    stalls.push(Math.max(0, longestOwn - 1));
+    console.log(`load ${r + 1}: ${took.toFixed(0)} ms, ${f.lastRows} rows, ${f.lastBytes} bytes; longest gap between 1 ms ticks`
+      + ` ${longest.toFixed(2)} ms, ${longestOwn.toFixed(2)} ms less the time the thread waited for a CPU`);
+  }
+  await reloading.close();
+  row("event-loop stall during a reload of a 1M-key filter, longest gap past 1 ms, wall clock (ms)", Number(Math.max(...gaps).toFixed(2)));
+  row("event-loop stall during a reload of a 1M-key filter, longest, less CPU wait (ms)", Number(Math.max(...stalls).toFixed(2)), "<=", 5);
+
+  console.log(`\n== follower lag: ${INSERTS} inserts by 2 clients, IndexFollower(interval=${INTERVAL} ms) on signups_email_bloom`);
+  const lagFollower = await IndexFollower.open(() => { const c = new pg.Client(); return c.connect().then(() => c); },
+    "signups_email_bloom", { interval: INTERVAL });
+  const pending = new Map();
+  const lags = [];
+  let done = false;
+  const checker = (async () => {
+    while (!done || pending.size > 0) {
+      await sleep(1);
+      const now = performance.now();
+      for (const [key, at] of pending) {
+        if (lagFollower.contains(key)) {
+          lags.push(Math.max(0, now - at) / 1000);
+          pending.delete(key);
+        }
+      }
+    }
+  })();
+  const started = performance.now();
+  await Promise.all([0, 1].map(async (w) => {
+    const c = new pg.Client();
+    await c.connect();
+    for (let i = w; i < INSERTS; i += 2) {
+      const key = `lag${i}@mail.com`;
+      await c.query({ name: "signup", text: "INSERT INTO signups (email) VALUES ($1)", values: [key] });
+      pending.set(key, performance.now());
+    }
+    await c.end();
+  }));
+  const elapsed = (performance.now() - started) / 1000;
+  done = true;
+  await checker;
+  await lagFollower.close();
+  console.log(`${lags.length} inserts in ${elapsed.toFixed(1)} s; lag from COMMIT to a true answer: median ${median(lags).toFixed(3)} s,`
+    + ` p99 ${quantile(lags, 0.99).toFixed(3)} s, max ${Math.max(...lags).toFixed(3)} s`);
+  row(`follower lag COMMIT to true answer, p99 (s), interval 0.1, ${INSERTS} inserts`, Number(quantile(lags, 0.99).toFixed(3)), "<=", 0.25);
+  await client.end();
+
+  console.log("\n== node client rows");
+  for (const r of rows) console.log(r);
+  if (process.env.NODE_CLIENT_SUMMARY_FILE) appendFileSync(process.env.NODE_CLIENT_SUMMARY_FILE, rows.join("\n") + "\n");
+}
+
+main().catch((error) => { console.error(error); process.exit(1); });

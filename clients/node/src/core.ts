@@ -1,0 +1,570 @@
+// The bloom byte format, sizing and hashing of the PostgreSQL extension bloomfilter, as
+// docs/format.md specifies them ("Byte format", "Validation", "Keys: what is hashed", "Placing a
+// key", "Shards", "Sizing"). Every computation follows src/core/bloom.cpp in the same
+// floating-point operations, so a filter made or changed here is byte for byte the one the server
+// makes, and a value the server refuses is refused here with the same reason.
+
+import { xxh3 } from "@node-rs/xxhash";
+
+export const FORMAT_VERSION_1 = 1;
+export const FORMAT_VERSION_2 = 2;
+export const FORMAT_VERSIONS: readonly number[] = [FORMAT_VERSION_1, FORMAT_VERSION_2];
+export const HEADER_BYTES = 36;
+const MIN_BLOCK_LOG2 = 12;
+const MAX_BLOCK_LOG2 = 24;
+// PostgreSQL values are limited to 1 GB (0x3fffffff bytes) including their 4-byte length word.
+const MAX_ENCODED_BYTES = 0x3fffffff - 4;
+const MAX_BITS = (MAX_ENCODED_BYTES - HEADER_BYTES) * 8;
+const SHARD_SEED = 0x5348415244n; // "SHARD"
+const MASK64 = (1n << 64n) - 1n;
+const INT64_MIN = -(1n << 63n);
+const INT64_MAX = (1n << 63n) - 1n;
+const LN2 = Math.log(2.0);
+const TWO32 = 4294967296;
+
+/** The core's name for each reason a value is refused, and the server's message for it. */
+export const MESSAGES = {
+  truncated: "the value is shorter than a bloom header",
+  bad_magic: 'the value does not start with the bloom magic "BLOM"',
+  unsupported_version: "unsupported bloom format version",
+  bad_block_size: "the block size in the header is out of range",
+  bad_parameters: "capacity or error_rate in the header is out of range",
+  inconsistent_sizing: "hashes or blocks in the header do not match capacity and error_rate",
+  bad_length: "the value's length does not match its number of blocks",
+  too_large: "the filter would exceed the 1 GB limit of a PostgreSQL value",
+} as const;
+
+export type Status = keyof typeof MESSAGES;
+
+/** A value the server would refuse: `status` names the fault as the core does. */
+export class BloomFormatError extends Error {
+  readonly status: Status;
+  constructor(status: Status) {
+    super("invalid bloom value: " + MESSAGES[status]);
+    this.name = "BloomFormatError";
+    this.status = status;
+  }
+}
+
+/** A key as the server sees it: text (string), bytea (Buffer, Uint8Array), bigint (bigint or a
+ * safe integer number) or uuid (a Uuid). */
+export type Key = string | Uint8Array | bigint | number | Uuid;
+/** The SQL type a key is hashed as. */
+export type KeyType = "text" | "bytea" | "bigint" | "uuid";
+
+const UUID_HEX = /^[0-9a-fA-F]{32}$/;
+
+/** A uuid key: its 16 bytes in RFC 4122 order. `new Uuid("123e4567-e89b-12d3-a456-426614174000")`
+ * accepts what PostgreSQL's uuid input accepts: upper or lower case, braces, hyphens. */
+export class Uuid {
+  readonly bytes: Buffer;
+  constructor(text: string | Uint8Array) {
+    if (typeof text === "string") {
+      let body = text;
+      if (body.startsWith("{") && body.endsWith("}")) body = body.slice(1, -1);
+      const hex = body.replace(/-/g, "");
+      if (!UUID_HEX.test(hex) || body.startsWith("-") || body.endsWith("-") || body.includes("--")) {
+        throw new TypeError(`invalid uuid: ${JSON.stringify(text)}`);
+      }
+      this.bytes = Buffer.from(hex, "hex");
+    } else {
+      if (text.byteLength !== 16) throw new TypeError("a uuid is 16 bytes");
+      this.bytes = Buffer.from(text);
+    }
+  }
+  toString(): string {
+    const h = this.bytes.toString("hex");
+    return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+  }
+}
+
+// A key's bytes for the hash. The returned Buffer may be a shared scratch buffer: hash it
+// before the next call.
+const scratch8 = Buffer.alloc(8);
+
+function bigintBytes(value: bigint): Buffer {
+  if (value < INT64_MIN || value > INT64_MAX) throw new RangeError(`bigint out of range: ${value}`);
+  scratch8.writeBigInt64LE(value, 0);
+  return scratch8;
+}
+
+function asBuffer(data: Uint8Array): Buffer {
+  return Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+}
+
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const DECIMAL = /^[+-]?[0-9]+$/;
+
+/** What xxh3 hashes for a key: a string (hashed as its UTF-8 bytes) or a Buffer. */
+function hashInput(key: Key, type?: KeyType): string | Buffer {
+  if (type === undefined) {
+    switch (typeof key) {
+      case "string":
+        return key;
+      case "bigint":
+        return bigintBytes(key);
+      case "number":
+        if (!Number.isSafeInteger(key)) {
+          throw new RangeError(`a number key must be a safe integer (use a bigint): ${key}`);
+        }
+        return bigintBytes(BigInt(key));
+      case "object":
+        if (key instanceof Uint8Array) return asBuffer(key);
+        if (key instanceof Uuid) return key.bytes;
+    }
+    throw new TypeError(`bloom keys are string, Buffer, Uint8Array, bigint, number or Uuid, not ${describe(key)}`);
+  }
+  switch (type) {
+    case "text":
+      if (typeof key === "string") return key;
+      break;
+    case "bytea":
+      if (key instanceof Uint8Array) return asBuffer(key);
+      if (typeof key === "string") return Buffer.from(key, "utf8");
+      break;
+    case "bigint":
+      if (typeof key === "string" && DECIMAL.test(key)) return bigintBytes(BigInt(key));
+      if (typeof key === "bigint" || typeof key === "number") return hashInput(key);
+      break;
+    case "uuid":
+      if (typeof key === "string") return new Uuid(key).bytes;
+      if (key instanceof Uuid) return key.bytes;
+      break;
+    default:
+      throw new TypeError(`unknown key type ${JSON.stringify(type)}: text, bytea, bigint or uuid`);
+  }
+  throw new TypeError(`a ${type} key cannot be ${describe(key)}`);
+}
+
+function describe(value: unknown): string {
+  if (value === null) return "null";
+  if (typeof value === "object") return (value as object).constructor?.name ?? "object";
+  return typeof value;
+}
+
+/** The bytes the server hashes for a key: text as UTF-8, bytea as they are, bigint as 8 bytes
+ * little-endian two's complement, uuid as its 16 bytes. `type` reads a string as that type
+ * ("uuid": a uuid's text, "bigint": decimal digits). */
+export function keyBytes(key: Key, type?: KeyType): Buffer {
+  const input = hashInput(key, type);
+  return typeof input === "string" ? Buffer.from(input, "utf8") : Buffer.from(input);
+}
+
+/** A key's hash as a filter of `version` uses it: version 2, XXH3_64 (SQL's bloom_hash, as an
+ * unsigned number); version 1, XXH3_128 as [low, high] 64-bit halves. */
+export function keyHash(key: Key, version: 1, type?: KeyType): [bigint, bigint];
+export function keyHash(key: Key, version?: 2, type?: KeyType): bigint;
+export function keyHash(key: Key, version: number = FORMAT_VERSION_2, type?: KeyType): bigint | [bigint, bigint] {
+  const input = hashInput(key, type);
+  if (version === FORMAT_VERSION_1) {
+    const h = xxh3.xxh128(input);
+    return [h & MASK64, h >> 64n];
+  }
+  return xxh3.xxh64(input);
+}
+
+/** SQL's bloom_shard(key, shards): a shard number in [0, shards), from hash bits independent of
+ * the positions a filter sets for the key. */
+export function shardOf(key: Key, shards: number, type?: KeyType): number {
+  if (!Number.isInteger(shards) || shards < 1 || shards > 0x7fffffff) {
+    throw new RangeError(`shards must be between 1 and 2147483647, got ${shards}`);
+  }
+  const h = xxh3.xxh64(hashInput(key, type), SHARD_SEED);
+  return Number((h * BigInt(shards)) >> 64n);
+}
+
+// -- 64-bit arithmetic on pairs of 32-bit halves, for the version 2 check ---------------------
+
+/** The high 32 bits of the 64-bit product of two unsigned 32-bit numbers. */
+function mulhi32(a: number, b: number): number {
+  const a0 = a & 0xffff, a1 = a >>> 16, b0 = b & 0xffff, b1 = b >>> 16;
+  const lo = a0 * b0, mid1 = a1 * b0, mid2 = a0 * b1;
+  const carry = (lo >>> 16) + (mid1 & 0xffff) + (mid2 & 0xffff);
+  return (a1 * b1 + Math.floor(mid1 / 65536) + Math.floor(mid2 / 65536) + Math.floor(carry / 65536)) >>> 0;
+}
+
+// The hash as two 32-bit halves, through one typed array (no BigInt arithmetic).
+const hash64 = new BigUint64Array(1);
+const hash32 = new Uint32Array(hash64.buffer);
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+const LOW = LITTLE_ENDIAN ? 0 : 1;
+const HIGH = LITTLE_ENDIAN ? 1 : 0;
+
+function fin(z: bigint): bigint {
+  z = ((z ^ (z >> 30n)) * 0xbf58476d1ce4e5b9n) & MASK64;
+  z = ((z ^ (z >> 27n)) * 0x94d049bb133111ebn) & MASK64;
+  return z ^ (z >> 31n);
+}
+
+/** M_i of format version 2: fin((i + 1) * 0x9e3779b97f4a7c15) | 1. */
+export function positionMultiplier(i: number): bigint {
+  return fin((BigInt(i + 1) * 0x9e3779b97f4a7c15n) & MASK64) | 1n;
+}
+
+// -- sizing ------------------------------------------------------------------------------------
+
+class SizingError extends RangeError {
+  constructor(readonly status: "capacity_out_of_range" | "error_rate_out_of_range" | "too_large", message: string) {
+    super(message);
+  }
+}
+
+/** C's round() for x >= 0: halves go away from zero. */
+function roundHalfAway(x: number): number {
+  const whole = Math.floor(x);
+  return x - whole >= 0.5 ? whole + 1 : whole;
+}
+
+/** size_filter() of bloom.cpp: [hashes, blockLog2, blocks]. capacity as an exact integer. */
+function size(capacity: bigint, errorRate: number): [number, number, number] {
+  if (capacity < 1n) throw new SizingError("capacity_out_of_range", `capacity must be at least 1, got ${capacity}`);
+  if (!(errorRate > 0.0 && errorRate < 1.0)) {
+    throw new SizingError("error_rate_out_of_range", `error_rate must be greater than 0 and less than 1, got ${errorRate}`);
+  }
+  const tooLarge = () => new SizingError("too_large",
+    `a bloom filter for capacity ${capacity} at error_rate ${errorRate} would exceed the 1 GB limit of a PostgreSQL value`);
+  const n = Number(capacity);
+  let m = -(n * Math.log(errorRate)) / (LN2 * LN2);
+  if (Number.isFinite(m)) m = Math.ceil(m);
+  if (!(m <= MAX_BITS)) throw tooLarge();
+  let bits = m < 1 ? 1 : Math.trunc(m);
+  let k = roundHalfAway((bits / n) * LN2);
+  if (k < 1) {
+    k = 1;
+    let oneHashBits = -n / Math.log1p(-errorRate);
+    if (Number.isFinite(oneHashBits)) oneHashBits = Math.ceil(oneHashBits);
+    if (!(oneHashBits <= MAX_BITS)) throw tooLarge();
+    bits = Math.max(bits, Math.trunc(oneHashBits));
+  }
+  const hashes = k;
+  const wanted = 4096.0 * Math.pow(hashes / 7.0, 3.0);
+  let log2 = MIN_BLOCK_LOG2;
+  while (log2 < MAX_BLOCK_LOG2 && 2 ** log2 < wanted && 2 ** log2 < bits) log2 += 1;
+  const padded = Math.ceil(bits * 1.005);
+  const blocks = Math.floor((padded + 2 ** log2 - 1) / 2 ** log2);
+  if (HEADER_BYTES + blocks * 2 ** (log2 - 3) > MAX_ENCODED_BYTES) throw tooLarge();
+  return [hashes, log2, blocks];
+}
+
+/** The parameters read from a valid header. */
+export interface Header {
+  version: number;
+  blockLog2: number;
+  hashes: number;
+  blocks: number;
+  capacity: number;
+  errorRate: number;
+  inserted: bigint;
+}
+
+/** Checks an encoded filter as read_header() in bloom.cpp does, in the same order; throws
+ * BloomFormatError with the server's reason. */
+export function readHeader(data: Uint8Array): Header {
+  if (data.byteLength < HEADER_BYTES) throw new BloomFormatError("truncated");
+  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  if (data[0] !== 0x42 || data[1] !== 0x4c || data[2] !== 0x4f || data[3] !== 0x4d) {
+    throw new BloomFormatError("bad_magic");
+  }
+  const version = data[4];
+  if (version !== FORMAT_VERSION_1 && version !== FORMAT_VERSION_2) throw new BloomFormatError("unsupported_version");
+  const blockLog2 = data[5];
+  const hashes = view.getUint16(6, true);
+  const blocks = view.getUint32(8, true);
+  const capacity = view.getBigUint64(12, true);
+  const errorRate = view.getFloat64(20, true);
+  const inserted = view.getBigUint64(28, true);
+  let expected: [number, number, number];
+  try {
+    expected = size(capacity, errorRate);
+  } catch (error) {
+    if (error instanceof SizingError) {
+      throw new BloomFormatError(error.status === "too_large" ? "too_large" : "bad_parameters");
+    }
+    throw error;
+  }
+  if (blockLog2 < MIN_BLOCK_LOG2 || blockLog2 > MAX_BLOCK_LOG2) throw new BloomFormatError("bad_block_size");
+  if (hashes !== expected[0] || blockLog2 !== expected[1] || blocks !== expected[2]) {
+    throw new BloomFormatError("inconsistent_sizing");
+  }
+  if (data.byteLength !== HEADER_BYTES + blocks * 2 ** (blockLog2 - 3)) throw new BloomFormatError("bad_length");
+  return { version, blockLog2, hashes, blocks, capacity: Number(capacity), errorRate, inserted };
+}
+
+/** The columns of SQL's bloom_info(filter). */
+export interface Info {
+  capacity: number;
+  errorRate: number;
+  bits: number;
+  hashes: number;
+  /** The value's size, with PostgreSQL's 4-byte length word. */
+  bytes: number;
+  inserted: bigint;
+  bitsSet: number;
+  fill: number;
+  estimatedCount: number;
+  estimatedErrorRate: number;
+}
+
+function popcount32(x: number): number {
+  x = x - ((x >>> 1) & 0x55555555);
+  x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
+  x = (x + (x >>> 4)) & 0x0f0f0f0f;
+  return Math.imul(x, 0x01010101) >>> 24;
+}
+
+/**
+ * A Bloom filter in the extension's byte format, held in memory.
+ *
+ * `contains(key)`: false means the key was certainly never added; true, that it probably was
+ * (wrong with probability about errorRate). Keys are hashed as the server hashes text (string),
+ * bytea (Buffer, Uint8Array), bigint (bigint, safe integer numbers) and uuid (Uuid, or a string
+ * with the type "uuid").
+ */
+export class Filter {
+  readonly version: number;
+  readonly capacity: number;
+  readonly errorRate: number;
+  readonly hashes: number;
+  readonly blockLog2: number;
+  readonly blocks: number;
+  /** The byte format, owned by the filter. */
+  private readonly data: Uint8Array;
+  private readonly blockBytes: number;
+  private readonly shift: number;
+  // Version 2's multipliers M_i as 32-bit halves.
+  private readonly multLow: Uint32Array;
+  private readonly multHigh: Uint32Array;
+  private readonly multipliers: bigint[];
+
+  /** Takes ownership of `data`, an encoded filter (validated): use fromBytes() or empty(). */
+  private constructor(data: Uint8Array) {
+    const header = readHeader(data);
+    this.data = data;
+    this.version = header.version;
+    this.capacity = header.capacity;
+    this.errorRate = header.errorRate;
+    this.hashes = header.hashes;
+    this.blockLog2 = header.blockLog2;
+    this.blocks = header.blocks;
+    this.blockBytes = 2 ** (header.blockLog2 - 3);
+    this.shift = 32 - header.blockLog2;
+    this.multipliers = [];
+    this.multLow = new Uint32Array(header.hashes);
+    this.multHigh = new Uint32Array(header.hashes);
+    for (let i = 0; i < header.hashes; i++) {
+      const m = positionMultiplier(i);
+      this.multipliers.push(m);
+      this.multLow[i] = Number(m & 0xffffffffn);
+      this.multHigh[i] = Number(m >> 32n);
+    }
+  }
+
+  /** A filter from its byte format (SQL's bloom::bytea, a bloom column in binary results, binary
+   * COPY). The bytes are copied. Throws BloomFormatError, with the server's reason, for anything
+   * the server would refuse. */
+  static fromBytes(data: Uint8Array): Filter {
+    if (!(data instanceof Uint8Array)) throw new TypeError(`fromBytes takes a Buffer or Uint8Array, not ${describe(data)}`);
+    return new Filter(new Uint8Array(data));
+  }
+
+  /** A filter from its text form, "\x" and the byte format in hex (as bloom prints). */
+  static fromText(text: string): Filter {
+    if (typeof text !== "string" || !/^\\x(?:[0-9a-fA-F]{2})*$/.test(text)) {
+      throw new TypeError("invalid bloom text: expected \\x followed by an even number of hex digits");
+    }
+    return new Filter(new Uint8Array(Buffer.from(text.slice(2), "hex")));
+  }
+
+  /** An empty filter for `capacity` distinct keys at false-positive rate `errorRate`: the bytes of
+   * SQL's bloom_empty(capacity, error_rate) (version 2; version 1 for the older placement). */
+  static empty(capacity: number | bigint, errorRate = 0.01, version: number = FORMAT_VERSION_2): Filter {
+    if (typeof capacity === "number" && !Number.isSafeInteger(capacity)) {
+      throw new TypeError(`capacity must be an integer, got ${capacity}`);
+    }
+    if (typeof capacity !== "number" && typeof capacity !== "bigint") throw new TypeError("capacity must be an integer");
+    if (typeof errorRate !== "number") throw new TypeError("errorRate must be a number");
+    if (version !== FORMAT_VERSION_1 && version !== FORMAT_VERSION_2) {
+      throw new RangeError(`version must be 1 or 2, got ${version}`);
+    }
+    const n = BigInt(capacity);
+    if (n > INT64_MAX) throw new RangeError(`capacity out of range for bigint: ${n}`);
+    const [hashes, blockLog2, blocks] = size(n, errorRate);
+    const data = new Uint8Array(HEADER_BYTES + blocks * 2 ** (blockLog2 - 3));
+    const view = new DataView(data.buffer);
+    data.set([0x42, 0x4c, 0x4f, 0x4d, version, blockLog2]);
+    view.setUint16(6, hashes, true);
+    view.setUint32(8, blocks, true);
+    view.setBigUint64(12, n, true);
+    view.setFloat64(20, errorRate, true);
+    return new Filter(data);
+  }
+
+  /** The byte format (what SQL's bloom::bytea gives), a copy. */
+  toBytes(): Buffer {
+    return Buffer.from(this.data);
+  }
+
+  /** The text form, as bloom prints: "\x" and the byte format in lower-case hex. */
+  toText(): string {
+    return "\\x" + Buffer.from(this.data.buffer, this.data.byteOffset, this.data.byteLength).toString("hex");
+  }
+
+  /** Keys added, duplicates included (saturates at 2^64 - 1). */
+  get inserted(): bigint {
+    return new DataView(this.data.buffer, this.data.byteOffset).getBigUint64(28, true);
+  }
+
+  private setInserted(value: bigint): void {
+    new DataView(this.data.buffer, this.data.byteOffset).setBigUint64(28, value > MASK64 ? MASK64 : value, true);
+  }
+
+  /** The size of the byte format in bytes. */
+  get byteLength(): number {
+    return this.data.byteLength;
+  }
+
+  /** false: `key` was certainly never added; true: it probably was. `type` reads a string key as
+   * that SQL type ("uuid": a uuid's text; "bigint": decimal digits; default "text"). */
+  contains(key: Key, type?: KeyType): boolean {
+    const input = typeof key === "string" && (type === undefined || type === "text") ? key : hashInput(key, type);
+    const d = this.data;
+    if (this.version === FORMAT_VERSION_2) {
+      hash64[0] = xxh3.xxh64(input);
+      const hl = hash32[LOW], hh = hash32[HIGH];
+      const blocks = this.blocks;
+      const block = Math.floor((hh * blocks + Math.floor((hl * blocks) / TWO32)) / TWO32);
+      const base = HEADER_BYTES + block * this.blockBytes;
+      const shift = this.shift, ml = this.multLow, mh = this.multHigh;
+      for (let i = 0; i < ml.length; i++) {
+        const m = ml[i];
+        // The high 32 bits of the low 64 bits of h * M_i; its top blockLog2 bits are the position.
+        const p = (mulhi32(hl, m) + Math.imul(hl, mh[i]) + Math.imul(hh, m)) >>> shift;
+        if ((d[base + (p >>> 3)] & (1 << (p & 7))) === 0) return false;
+      }
+      return true;
+    }
+    const [block, bits] = this.placeV1(input);
+    const base = HEADER_BYTES + block * this.blockBytes;
+    for (const p of bits) if ((d[base + (p >>> 3)] & (1 << (p & 7))) === 0) return false;
+    return true;
+  }
+
+  private placeV1(input: string | Buffer): [number, number[]] {
+    const h = xxh3.xxh128(input);
+    const low = h & MASK64, high = h >> 64n;
+    const step = (((high << 32n) | (high >> 32n)) & MASK64) | 1n;
+    const shift = BigInt(64 - this.blockLog2);
+    const bits: number[] = [];
+    let g = low;
+    for (let i = 0; i < this.hashes; i++) {
+      bits.push(Number(fin(g) >> shift));
+      g = (g + step) & MASK64;
+    }
+    return [Number((high * BigInt(this.blocks)) >> 64n), bits];
+  }
+
+  private place(input: string | Buffer): [number, number[]] {
+    if (this.version === FORMAT_VERSION_1) return this.placeV1(input);
+    const h = xxh3.xxh64(input);
+    const shift = BigInt(64 - this.blockLog2), mask = (1n << BigInt(this.blockLog2)) - 1n;
+    return [Number((h * BigInt(this.blocks)) >> 64n), this.multipliers.map((m) => Number(((h * m) >> shift) & mask))];
+  }
+
+  /** [block, bit positions inside the block] of a key in this filter. */
+  positions(key: Key, type?: KeyType): [number, number[]] {
+    return this.place(hashInput(key, type));
+  }
+
+  /** Adds a key in place (as SQL's bloom_add does to its copy): its bits are set and `inserted`
+   * counts it. Returns this. Strings with unpaired surrogates are refused (no text has them). */
+  add(key: Key, type?: KeyType): this {
+    if (typeof key === "string" && (type === undefined || type === "text") && LONE_SURROGATE.test(key)) {
+      throw new TypeError("a text key cannot hold an unpaired surrogate");
+    }
+    const [block, bits] = this.place(hashInput(key, type));
+    const base = HEADER_BYTES + block * this.blockBytes;
+    for (const p of bits) this.data[base + (p >>> 3)] |= 1 << (p & 7);
+    this.setInserted(this.inserted + 1n);
+    return this;
+  }
+
+  /** Adds every key of an iterable. Returns this. */
+  addAll(keys: Iterable<Key>, type?: KeyType): this {
+    for (const key of keys) this.add(key, type);
+    return this;
+  }
+
+  /** A new filter holding the keys of both (SQL's bloom_union): same version, capacity and
+   * error_rate, or a RangeError naming what differs. `inserted` is the sum. */
+  union(other: Filter): Filter {
+    if (!(other instanceof Filter)) throw new TypeError("union takes a Filter");
+    if (this.version !== other.version) throw new RangeError("the filters have different format versions");
+    if (this.capacity !== other.capacity) throw new RangeError("the filters have different capacity");
+    if (!Object.is(this.errorRate, other.errorRate)) throw new RangeError("the filters have different error_rate");
+    const data = new Uint8Array(this.data);
+    const words = (data.byteLength - HEADER_BYTES) / 4;
+    const a = new Uint32Array(data.buffer, HEADER_BYTES, words);
+    const b = other.data;
+    const bw = new Uint32Array(b.buffer.slice(b.byteOffset + HEADER_BYTES, b.byteOffset + b.byteLength));
+    for (let i = 0; i < words; i++) a[i] |= bw[i];
+    const result = new Filter(data);
+    result.setInserted(this.inserted + other.inserted);
+    return result;
+  }
+
+  /** SQL's bloom_info(filter), computed in the server's order of operations. */
+  info(): Info {
+    const blockBits = 2 ** this.blockLog2;
+    const k = this.hashes;
+    const wordsPerBlock = this.blockBytes / 4;
+    const words = new Uint32Array(this.data.buffer, this.data.byteOffset + HEADER_BYTES, this.blocks * wordsPerBlock);
+    let bitsSet = 0, errorSum = 0.0, countSum = 0.0;
+    for (let b = 0; b < this.blocks; b++) {
+      let set = 0;
+      for (let w = b * wordsPerBlock, end = w + wordsPerBlock; w < end; w++) set += popcount32(words[w]);
+      bitsSet += set;
+      const fill = set / blockBits;
+      errorSum += Math.pow(fill, k);
+      countSum += set === blockBits ? Infinity : -(blockBits / k) * Math.log1p(-fill);
+    }
+    const bits = this.blocks * blockBits;
+    return {
+      capacity: this.capacity, errorRate: this.errorRate, bits, hashes: this.hashes,
+      bytes: this.data.byteLength + 4, inserted: this.inserted, bitsSet, fill: bitsSet / bits,
+      estimatedCount: countSum, estimatedErrorRate: errorSum / this.blocks,
+    };
+  }
+
+  /** Byte-identical filters, as SQL's `=`. */
+  equals(other: Filter): boolean {
+    return other instanceof Filter && Buffer.compare(this.data, other.data) === 0;
+  }
+
+  copy(): Filter {
+    return new Filter(new Uint8Array(this.data));
+  }
+
+  /** For the pg driver: a Filter parameter is sent as the byte format (binary), as bloom. */
+  toPostgres(): Buffer {
+    return this.toBytes();
+  }
+
+  /** Writes `bytes` at `offset` of the byte format (bloom_index_changes' rows), after checking
+   * that the header stays that of this filter. For IndexFollower. @internal */
+  patch(offset: number, bytes: Uint8Array): void {
+    if (offset < 0 || offset + bytes.byteLength > this.data.byteLength) throw new RangeError("patch out of range");
+    if (offset < 28 && Buffer.compare(bytes.subarray(0, 28 - offset), this.data.subarray(offset, 28)) !== 0) {
+      throw new RangeError("patch changes the filter's parameters");
+    }
+    this.data.set(bytes, offset);
+  }
+
+  /** The first 28 bytes of the header: the parameters, without `inserted`. @internal */
+  parametersEqual(header: Uint8Array): boolean {
+    return header.byteLength >= 28 && Buffer.compare(header.subarray(0, 28), this.data.subarray(0, 28)) === 0;
+  }
+
+  toString(): string {
+    return `Filter(version=${this.version}, capacity=${this.capacity}, errorRate=${this.errorRate}, hashes=${this.hashes}, blocks=${this.blocks})`;
+  }
+}

@@ -1,0 +1,524 @@
+// IndexFollower: a local copy of one or more bloomfilter indexes' filters, kept current from the
+// server by a timer, answering contains(key) with no round trip.
+//
+// It loads bloom_index_filter(index) once, then asks bloom_index_changes(index, lsn) every
+// `interval` milliseconds: one query per index, whose first row is the filter's header and the
+// others the pages of bits changed since the last refresh. After REINDEX (another index under the
+// name, or new parameters) or a new connection it loads the whole filter again. Every row
+// committed before the start of the last successful refresh is found; `lag` says how long ago
+// that was. Nothing runs on the event loop for long: the filter arrives in 64 KB rows, each
+// decoded as it comes, and changes are pages of 8 KB.
+
+import { Filter, HEADER_BYTES, Key, KeyType, Uuid } from "./core.js";
+
+/** What the follower needs of a pg Client. */
+export interface FollowerClient {
+  query(config: { text: string; values?: unknown[]; types?: unknown }): Promise<{ rows: any[] }>;
+  end(): Promise<void>;
+  on(event: "error" | "end", listener: (...args: any[]) => void): unknown;
+  removeAllListeners?(event?: string): unknown;
+}
+
+/** How the follower connects: a pg Client (connected; the follower uses it alone and opens the
+ * next ones with its parameters), a connection string or pg config object, or a function
+ * returning a connected client. */
+export type FollowerConnection = FollowerClient | string | Record<string, unknown> | (() => FollowerClient | Promise<FollowerClient>);
+
+export interface FollowerOptions {
+  /** Milliseconds between refreshes (default 100). */
+  interval?: number;
+  /** Once the last successful refresh began more than this many milliseconds ago, contains()
+   * answers true ("maybe") for every key (default: never). */
+  maxLag?: number;
+  /** Start the timer (default true); false to call refresh() yourself. */
+  start?: boolean;
+  /** Keep the process alive while the timer runs (default false). */
+  keepAlive?: boolean;
+}
+
+/** The index's key is an expression the follower cannot apply in JavaScript. */
+export class UnsupportedIndexError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "UnsupportedIndexError";
+  }
+}
+
+// What the follower must know of an index: its OID, its key's type and, for an expression index,
+// the expression, the column it reads and the ctype it lowers with (ICU's locale column is named
+// colliculocale in PostgreSQL 15 and 16, colllocale from 17: read through to_jsonb).
+const DESCRIBE = `
+SELECT i.indexrelid::oid AS oid, i.indkey[0] = 0 AS is_expression,
+       pg_catalog.pg_get_indexdef(i.indexrelid, 1, true) AS definition,
+       -- A domain's keys are its base type's.
+       (WITH RECURSIVE b AS (SELECT t.oid, t.typbasetype FROM pg_catalog.pg_type t WHERE t.oid = ia.atttypid
+                UNION ALL SELECT t.oid, t.typbasetype FROM pg_catalog.pg_type t JOIN b ON t.oid = b.typbasetype)
+        SELECT pg_catalog.format_type(b.oid, NULL) FROM b WHERE b.typbasetype = 0) AS key_type,
+       am.amname::text AS access_method,
+       c.relkind::text AS relkind,
+       CASE WHEN co.oid IS NOT NULL
+            THEN CASE co.collprovider WHEN 'i'
+                 THEN COALESCE(pg_catalog.to_jsonb(co) ->> 'colllocale', pg_catalog.to_jsonb(co) ->> 'colliculocale')
+                 ELSE co.collctype::text END
+            ELSE CASE d.datlocprovider WHEN 'i'
+                 THEN COALESCE(pg_catalog.to_jsonb(d) ->> 'datlocale', pg_catalog.to_jsonb(d) ->> 'daticulocale')
+                 ELSE d.datctype::text END END AS ctype
+  FROM pg_catalog.pg_index i
+  JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
+  JOIN pg_catalog.pg_am am ON am.oid = c.relam
+  JOIN pg_catalog.pg_attribute ia ON ia.attrelid = i.indexrelid AND ia.attnum = 1
+  JOIN pg_catalog.pg_database d ON d.datname = pg_catalog.current_database()
+  LEFT JOIN pg_catalog.pg_collation co
+         ON co.oid = i.indcollation[0] AND co.oid <> 100
+ WHERE i.indexrelid = $1::pg_catalog.regclass`;
+const COLUMNS = `
+SELECT pg_catalog.quote_ident(a.attname) AS name,
+       (WITH RECURSIVE b AS (SELECT t.oid, t.typbasetype FROM pg_catalog.pg_type t WHERE t.oid = a.atttypid
+                UNION ALL SELECT t.oid, t.typbasetype FROM pg_catalog.pg_type t JOIN b ON t.oid = b.typbasetype)
+        SELECT pg_catalog.format_type(b.oid, NULL) FROM b WHERE b.typbasetype = 0) AS type
+  FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_index i ON a.attrelid = i.indrelid
+ WHERE i.indexrelid = $1::pg_catalog.oid AND a.attnum > 0 AND NOT a.attisdropped`;
+const CURRENT_LSN = `SELECT CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.pg_last_wal_replay_lsn()
+  ELSE pg_catalog.pg_current_wal_insert_lsn() END::text AS lsn`;
+// The whole filter in rows of 16 KB (32 KB of hex: small enough for V8's young generation), from one call of bloom_index_filter (the CTE is materialized),
+// fetched FETCH_ROWS rows at a time.
+const CHUNK = 16384;
+const FETCH_ROWS = 8;
+const LOAD = `
+WITH f AS MATERIALIZED (SELECT bloom_index_filter($1::pg_catalog.oid::pg_catalog.regclass)::pg_catalog.bytea AS f)
+SELECT pg_catalog.substring(f.f, s.i::pg_catalog.int4, ${CHUNK}) AS bytes
+  FROM f, LATERAL pg_catalog.generate_series(1, pg_catalog.length(f.f), ${CHUNK}) AS s(i)
+ ORDER BY s.i`;
+const CHANGES = `
+SELECT c.next_lsn::text AS next_lsn, c.byte_offset, c.bytes, $1::pg_catalog.regclass::pg_catalog.oid AS oid
+  FROM bloom_index_changes($1::pg_catalog.regclass, $2::pg_lsn) c`;
+
+const KEY_TYPES: Record<string, KeyType> = {
+  text: "text", "character varying": "text", bytea: "bytea", smallint: "bigint", integer: "bigint",
+  bigint: "bigint", uuid: "uuid",
+};
+
+// Text results parsed here, whatever type parsers the application set on its connections.
+const TEXT_TYPES = {
+  getTypeParser(oid: number): (value: string) => unknown {
+    switch (oid) {
+      case 17: // bytea, hex output
+        return (value) => Buffer.from(value.slice(2), "hex");
+      case 16:
+        return (value) => value === "t";
+      case 20: case 21: case 23: case 26:
+        return (value) => Number(value);
+      default:
+        return (value) => value;
+    }
+  },
+};
+
+const MAYBE = Symbol("maybe");
+
+function asciiLower(text: string): string {
+  return text.replace(/[A-Z]+/g, (s) => s.toLowerCase());
+}
+
+interface IndexState {
+  filter: Filter;
+  oid: number;
+  keyType: KeyType | null;
+  transform: ((key: Key) => Key | typeof MAYBE) | null;
+}
+
+function isClient(value: unknown): value is FollowerClient {
+  return typeof value === "object" && value !== null && typeof (value as FollowerClient).query === "function";
+}
+
+async function loadPg(): Promise<any> {
+  const name = "pg"; // a peer dependency, loaded only when the follower opens its own connections
+  const module: any = await import(name);
+  return module.default ?? module;
+}
+
+function connectionLost(error: any): boolean {
+  const code: unknown = error?.code;
+  // No SQLSTATE: the socket failed. 08xxx: connection exceptions; 57P01..57P03: the server went.
+  return typeof code !== "string" || !/^[0-9A-Z]{5}$/.test(code) || code.startsWith("08") || /^57P0[123]$/.test(code);
+}
+
+const now = () => performance.now();
+
+/**
+ * Follows bloomfilter indexes and answers contains(key) locally; several indexes (the shards of
+ * one key) are answered as their union.
+ *
+ *     const follower = await IndexFollower.open(process.env.DATABASE_URL, "users_email_bloom");
+ *     if (!follower.contains(email)) ... // certainly not taken as of follower.lag ms ago
+ */
+export class IndexFollower {
+  readonly indexNames: readonly string[];
+  readonly interval: number;
+  readonly maxLag: number;
+  /** The last refresh's error, until a refresh succeeds. */
+  lastError: unknown = null;
+  refreshes = 0;
+  reloads = 0;
+  reconnects = 0;
+  /** Queries sent, all refreshes together. */
+  queries = 0;
+  /** Rows of the last refresh's queries. */
+  lastRows = 0;
+  /** Filter bytes the last refresh moved (headers included). */
+  lastBytes = 0;
+  /** The server process of the follower's connection. */
+  backendPid: number | null = null;
+
+  private states: (IndexState | null)[];
+  private lsns: (string | null)[];
+  private client: FollowerClient | null = null;
+  private lost = false;
+  private readonly connect: (() => Promise<FollowerClient>) | null;
+  private refreshedAt: number | null = null;
+  private running: Promise<void> | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private nextStart = 0;
+  private closed = false;
+  private readonly keepAlive: boolean;
+
+  private constructor(connection: FollowerConnection, indexNames: string | string[], options: FollowerOptions) {
+    this.indexNames = Object.freeze(Array.isArray(indexNames) ? [...indexNames] : [indexNames]);
+    if (this.indexNames.length === 0) throw new RangeError("no index to follow");
+    this.interval = options.interval ?? 100;
+    this.maxLag = options.maxLag ?? Infinity;
+    this.keepAlive = options.keepAlive ?? false;
+    if (!(this.interval > 0)) throw new RangeError("interval must be a positive number of milliseconds");
+    this.states = this.indexNames.map(() => null);
+    this.lsns = this.indexNames.map(() => null);
+    if (typeof connection === "function") {
+      this.connect = async () => await (connection as () => FollowerClient | Promise<FollowerClient>)();
+    } else if (isClient(connection)) {
+      this.attach(connection);
+      // The next connections: a new Client of the same class with the same parameters.
+      const parameters = (connection as any).connectionParameters;
+      const ClientClass = (connection as any).constructor;
+      this.connect = parameters && typeof ClientClass === "function"
+        ? async () => { const next = new ClientClass(parameters); await next.connect(); return next; }
+        : null;
+    } else {
+      this.connect = async () => {
+        const pg = await loadPg();
+        const next = new pg.Client(typeof connection === "string" ? { connectionString: connection } : connection);
+        await next.connect();
+        return next;
+      };
+    }
+  }
+
+  /** A follower of `indexNames` (one name, or the names of several indexes answered as their
+   * union), loaded once before it resolves; then refreshed every `interval` ms. */
+  static async open(connection: FollowerConnection, indexNames: string | string[], options: FollowerOptions = {}): Promise<IndexFollower> {
+    const follower = new IndexFollower(connection, indexNames, options);
+    try {
+      await follower.refresh();
+    } catch (error) {
+      await follower.close();
+      throw error;
+    }
+    if (options.start ?? true) follower.start();
+    return follower;
+  }
+
+  // -- answers ------------------------------------------------------------------------------
+
+  /**
+   * false: no row committed before the last successful refresh has this key (after the index's
+   * expression, if any), in any of the indexes; true: one probably has, or the follower cannot
+   * tell (a key it cannot lower as the server would, or a lag past maxLag). The key is read as
+   * the index's key type: text takes a string, bytea a Buffer or Uint8Array, smallint, integer and
+   * bigint a number, bigint or string of digits, uuid a string or Uuid.
+   */
+  contains(key: Key): boolean {
+    if (this.refreshedAt === null) throw new Error("the follower has not loaded its filters");
+    if (now() - this.refreshedAt > this.maxLag) return true;
+    for (let i = 0; i < this.states.length; i++) {
+      const state = this.states[i]!;
+      let probe: Key | typeof MAYBE = key;
+      if (state.transform !== null) probe = state.transform(key);
+      else if (state.keyType !== null) check(key, state.keyType, this.indexNames[i]);
+      if (probe === MAYBE) return true;
+      if (state.filter.contains(probe, state.keyType ?? undefined)) return true;
+    }
+    return false;
+  }
+
+  /** The current copies (format version 2), one per index. */
+  get filters(): Filter[] {
+    return this.states.map((state) => state!.filter);
+  }
+
+  /** True when the copy is at most `maxLag` ms old (the follower's maxLag if not given; with
+   * neither, true): contains() then answers from the copy. */
+  isFresh(maxLag: number = this.maxLag): boolean {
+    return this.lag <= maxLag;
+  }
+
+  /** Milliseconds since the start of the last successful refresh: an answer "absent" is as of
+   * then. */
+  get lag(): number {
+    return this.refreshedAt === null ? Infinity : now() - this.refreshedAt;
+  }
+
+  // -- keeping current --------------------------------------------------------------------
+
+  /** Brings the copies up to date now (one query per index when nothing was rebuilt). Rejects
+   * with the driver's error if the server cannot be reached; the next refresh reconnects. A call
+   * while a refresh runs waits for that one and then runs its own. */
+  async refresh(): Promise<void> {
+    while (this.running !== null) await this.running.catch(() => undefined);
+    const run = this.refreshOnce();
+    this.running = run;
+    try {
+      await run;
+    } finally {
+      this.running = null;
+    }
+  }
+
+  private async refreshOnce(): Promise<void> {
+    if (this.closed) throw new Error("the follower is closed");
+    const started = now();
+    let rows = 0, bytes = 0;
+    try {
+      // A connection that reported an error or its end: a new one now, not one failed query later.
+      if (this.client !== null && this.lost) await this.dropConnection();
+      if (this.client === null) await this.open();
+      if (this.backendPid === null) this.backendPid = (await this.query("SELECT pg_catalog.pg_backend_pid() AS pid", []))[0].pid;
+      for (let i = 0; i < this.indexNames.length; i++) {
+        const [r, b] = this.states[i] === null || this.lsns[i] === null ? await this.load(i) : await this.applyChanges(i);
+        rows += r;
+        bytes += b;
+      }
+    } catch (error) {
+      this.lastError = error;
+      if (this.lost || connectionLost(error)) await this.dropConnection();
+      throw error;
+    }
+    this.lastRows = rows;
+    this.lastBytes = bytes;
+    this.refreshedAt = started;
+    this.refreshes += 1;
+    this.lastError = null;
+  }
+
+  /** Reads every filter whole again (as after a reconnection), then refreshes as usual. */
+  async reload(): Promise<void> {
+    while (this.running !== null) await this.running.catch(() => undefined);
+    this.lsns = this.lsns.map(() => null);
+    await this.refresh();
+  }
+
+  /** Starts the timer: a refresh starts every `interval` ms however long the last took. */
+  start(): void {
+    if (this.timer !== null || this.closed) return;
+    this.nextStart = now() + this.interval;
+    this.schedule();
+  }
+
+  private schedule(): void {
+    this.timer = setTimeout(() => {
+      this.nextStart = Math.max(this.nextStart + this.interval, now());
+      this.refresh().catch(() => undefined).finally(() => {
+        if (this.timer !== null) this.schedule();
+      });
+    }, Math.max(0, this.nextStart - now()));
+    if (!this.keepAlive) this.timer.unref();
+  }
+
+  /** Stops the timer and closes the connection. */
+  async close(): Promise<void> {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    if (this.running !== null) await this.running.catch(() => undefined);
+    this.closed = true;
+    await this.dropConnection();
+  }
+
+  // -- queries ------------------------------------------------------------------------------
+
+  private attach(client: FollowerClient): void {
+    this.client = client;
+    this.lost = false;
+    this.backendPid = null;
+    // An error event with no listener would end the process: a dropped connection is expected.
+    client.on("error", () => { if (this.client === client) this.lost = true; });
+    client.on("end", () => { if (this.client === client) this.lost = true; });
+  }
+
+  private async open(): Promise<void> {
+    if (this.connect === null) throw new Error("the follower's connection is closed and it cannot open another");
+    const client = await this.connect();
+    this.attach(client);
+    this.reconnects += 1;
+    // The new connection may reach another server (a standby promoted after a failover), whose
+    // WAL positions are not the old one's: every filter is read whole again.
+    this.lsns = this.lsns.map(() => null);
+  }
+
+  private async dropConnection(): Promise<void> {
+    const client = this.client;
+    this.client = null;
+    if (client !== null) {
+      try {
+        await client.end();
+      } catch {
+        // already gone
+      }
+    }
+  }
+
+  private async query(text: string, values: unknown[]): Promise<any[]> {
+    this.queries += 1;
+    const result = await this.client!.query({ text, values, types: TEXT_TYPES });
+    return result.rows;
+  }
+
+  private async describe(i: number): Promise<Omit<IndexState, "filter">> {
+    const name = this.indexNames[i];
+    const rows = await this.query(DESCRIBE, [name]);
+    if (rows.length === 0) throw new Error(`index ${name} not found`);
+    const row = rows[0];
+    if (row.relkind === "I") {
+      throw new UnsupportedIndexError(`${name} is a partitioned index, which has no filter of its own: follow its partitions' indexes`);
+    }
+    if (row.access_method !== "bloomfilter") {
+      throw new UnsupportedIndexError(`${name} is not a bloomfilter index (it uses ${row.access_method})`);
+    }
+    const keyType = KEY_TYPES[row.key_type] ?? null;
+    if (!row.is_expression) return { oid: row.oid, keyType, transform: null };
+    const columns = new Map<string, string>((await this.query(COLUMNS, [row.oid])).map((c) => [c.name, c.type]));
+    const match = /^lower\((.+?)(?:::text)?\)$/s.exec(row.definition);
+    const column = match ? match[1] : null;
+    const columnType = column === null ? undefined : columns.get(column);
+    if (columnType !== "text" && columnType !== "character varying") {
+      throw new UnsupportedIndexError(`index ${name} has the key expression ${row.definition}: the follower applies `
+        + "lower() of a text column only; check this index in SQL with bloom_index_contains");
+    }
+    const ctype: string = row.ctype ?? "";
+    // Exactly "C" or "POSIX" (as PostgreSQL's lc_ctype_is_c): C.UTF-8 is a full locale.
+    const cCtype = ctype === "C" || ctype === "POSIX";
+    // Turkish and Azeri lower "I" to a dotless i: not even ASCII keys are certain there.
+    const turkic = /^(tr|az)([_.@-]|$)/i.test(ctype);
+    const transform = (key: Key): Key | typeof MAYBE => {
+      if (typeof key !== "string") {
+        throw new TypeError(`index ${name} has keys lower(${column}), which takes a string, not ${typeof key}`);
+      }
+      // eslint-disable-next-line no-control-regex
+      if (cCtype || (!turkic && /^[\x00-\x7f]*$/.test(key))) return asciiLower(key);
+      // Outside the C ctype the server lowers with the operating system's or ICU's tables, which
+      // JavaScript's toLowerCase() does not always match: such keys answer "maybe".
+      return MAYBE;
+    };
+    return { oid: row.oid, keyType: "text", transform };
+  }
+
+  private async load(i: number): Promise<[number, number]> {
+    const described = await this.describe(i);
+    const lsn: string = (await this.query(CURRENT_LSN, []))[0].lsn;
+    // Through a cursor, a few rows per round trip: the event loop runs between them, where one
+    // result of 2.4 MB of hex would be decoded in one go.
+    const chunks: Buffer[] = [];
+    await this.query("BEGIN", []);
+    try {
+      await this.query(`DECLARE bloom_follower_load NO SCROLL CURSOR FOR ${LOAD}`, [described.oid]);
+      for (;;) {
+        const rows = await this.query(`FETCH ${FETCH_ROWS} FROM bloom_follower_load`, []);
+        for (const row of rows) chunks.push(row.bytes);
+        if (rows.length < FETCH_ROWS) break;
+      }
+      await this.query("COMMIT", []);
+    } catch (error) {
+      await this.client?.query({ text: "ROLLBACK" }).catch(() => undefined);
+      throw error;
+    }
+    const filter = Filter.fromBytes(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
+    this.states[i] = { ...described, filter };
+    this.lsns[i] = lsn;
+    this.reloads += 1;
+    return [chunks.length, filter.byteLength];
+  }
+
+  private async applyChanges(i: number): Promise<[number, number]> {
+    const state = this.states[i]!;
+    const rows = await this.query(CHANGES, [this.indexNames[i], this.lsns[i]]);
+    if (rows.length === 0) return [0, 0];
+    const bytes = rows.reduce((sum, row) => sum + row.bytes.length, 0);
+    const first = rows[0];
+    if (first.oid !== state.oid || Number(first.byte_offset) !== 0 || !state.filter.parametersEqual(first.bytes)) {
+      // Another index under the name (REINDEX CONCURRENTLY, or dropped and created) or new
+      // parameters: read it whole. Until the new copy is complete (and if reading it fails)
+      // contains() answers from the current one, as of the last refresh.
+      const [loadRows, loadBytes] = await this.load(i);
+      return [rows.length + loadRows, bytes + loadBytes];
+    }
+    const filter = state.filter;
+    filter.patch(0, first.bytes.subarray(0, HEADER_BYTES));
+    for (let r = 1; r < rows.length; r++) filter.patch(Number(rows[r].byte_offset), rows[r].bytes);
+    this.lsns[i] = first.next_lsn;
+    return [rows.length, bytes];
+  }
+}
+
+function check(key: Key, keyType: KeyType, index: string): void {
+  const ok = keyType === "text" ? typeof key === "string"
+    : keyType === "bytea" ? key instanceof Uint8Array
+      : keyType === "bigint" ? typeof key === "number" || typeof key === "bigint" || typeof key === "string"
+        : typeof key === "string" || key instanceof Uuid;
+  if (!ok) throw new TypeError(`index ${index} has keys of type ${keyType}, not ${key?.constructor?.name ?? typeof key}`);
+}
+
+/**
+ * Follows the same index on several servers (the shards of a table) and answers for their
+ * union: contains(key) is false only if no shard's copy has the key. Each shard has its own
+ * IndexFollower (connection, timer, reconnection); with maxLag, one stale shard is enough for
+ * contains() to answer true.
+ */
+export class ShardedIndexFollower {
+  private constructor(readonly indexNames: string | string[], readonly followers: readonly IndexFollower[]) {}
+
+  /** One IndexFollower per connection (one per shard), each loaded before this resolves. */
+  static async open(connections: FollowerConnection[], indexNames: string | string[], options: FollowerOptions = {}): Promise<ShardedIndexFollower> {
+    if (connections.length === 0) throw new RangeError("ShardedIndexFollower needs at least one connection");
+    const opened = await Promise.allSettled(connections.map((c) => IndexFollower.open(c, indexNames, options)));
+    const followers = opened.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+    const failed = opened.find((r): r is PromiseRejectedResult => r.status === "rejected");
+    if (failed) {
+      await Promise.all(followers.map((f) => f.close()));
+      throw failed.reason;
+    }
+    return new ShardedIndexFollower(indexNames, followers);
+  }
+
+  /** false: no shard has a row with this key committed before its last successful refresh;
+   * true: one probably has. */
+  contains(key: Key): boolean {
+    for (const follower of this.followers) if (follower.contains(key)) return true;
+    return false;
+  }
+
+  /** The largest of the shards' lags: every "absent" is as of at most this long ago. */
+  get lag(): number {
+    return Math.max(...this.followers.map((f) => f.lag));
+  }
+
+  isFresh(maxLag?: number): boolean {
+    return this.followers.every((f) => f.isFresh(maxLag));
+  }
+
+  /** Refreshes every shard; rejects with the first shard's error once all were tried. */
+  async refresh(): Promise<void> {
+    const results = await Promise.allSettled(this.followers.map((f) => f.refresh()));
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
+    if (failed) throw failed.reason;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.followers.map((f) => f.close()));
+  }
+}

@@ -1,0 +1,13 @@
+// pg-bloomfilter: read, check, build and follow the Bloom filters of the PostgreSQL extension
+// bloomfilter in the application's own memory.
+export {
+  Filter, Uuid, BloomFormatError, MESSAGES, FORMAT_VERSIONS, FORMAT_VERSION_1, FORMAT_VERSION_2, HEADER_BYTES,
+  keyBytes, keyHash, shardOf, readHeader, positionMultiplier,
+} from "./core.js";
+export type { Key, KeyType, Info, Header, Status } from "./core.js";
+export { registerPg, BinaryResultsUnsupportedError } from "./pg.js";
+export type { PgClientLike, PgPoolLike, PgRegistration } from "./pg.js";
+export { registerPostgres } from "./postgres.js";
+export type { PostgresSqlLike } from "./postgres.js";
+export { IndexFollower, ShardedIndexFollower, UnsupportedIndexError } from "./follow.js";
+export type { FollowerClient, FollowerConnection, FollowerOptions } from "./follow.js";

@@ -1,0 +1,234 @@
+"""An asyncio follower of a bloomfilter index: IndexFollower's answers, on psycopg's
+AsyncConnection or asyncpg, refreshed by a task of the event loop that never blocks it.
+
+    from bloomfilter.follow import AsyncIndexFollower
+    async with AsyncIndexFollower(await psycopg.AsyncConnection.connect(dsn),
+                                  "users_email_bloom", interval=0.1, max_lag=5) as follower:
+        if not follower.contains(email):   # no round trip, no await
+            ...
+
+The queries are the sync follower's; results are read in binary (the filter's bytes as they
+come, no hex to decode), and what is done with them between two awaits is a copy of the
+filter's bytes on a reload and a slice assignment per changed page: make bench measures the
+longest stall of the loop during reloads of a 1M-key filter.
+"""
+
+import asyncio
+import logging
+import time
+
+from ._core import Filter
+from . import follow as _follow
+
+__all__ = ["AsyncIndexFollower"]
+
+_log = logging.getLogger("bloomfilter.follow")
+
+
+def _dollar(sql):
+    """%s placeholders as asyncpg's $1, $2... (the follower's SQL has no other %)."""
+    parts = sql.split("%s")
+    return "".join(p + ("$%d" % (i + 1) if i < len(parts) - 1 else "") for i, p in enumerate(parts))
+
+
+def _driver(conn):
+    module = type(conn).__module__.split(".")[0]
+    if module not in ("psycopg", "asyncpg"):
+        raise TypeError("AsyncIndexFollower takes a psycopg AsyncConnection or an asyncpg "
+                        "connection, not %s" % type(conn).__name__)
+    return module
+
+
+def _async_reconnector(conn):
+    if isinstance(conn, str):
+        try:
+            import psycopg
+            return lambda: psycopg.AsyncConnection.connect(conn, autocommit=True)
+        except ImportError:
+            import asyncpg
+            return lambda: asyncpg.connect(conn)
+    if _driver(conn) == "psycopg":
+        import psycopg
+        dsn, password = conn.info.dsn, conn.info.password
+        if password:
+            return lambda: psycopg.AsyncConnection.connect(dsn, password=password, autocommit=True)
+        return lambda: psycopg.AsyncConnection.connect(dsn, autocommit=True)
+    return None  # asyncpg: give a function to reconnect (lambda: asyncpg.connect(dsn))
+
+
+class AsyncIndexFollower:
+    """Follows a bloomfilter index from an asyncio event loop; contains(key) answers locally.
+
+    conn: a psycopg AsyncConnection or asyncpg connection (used by the follower alone), a
+    conninfo string, or an async function returning a new connection (after a dropped
+    connection the follower opens a new one the same way; an asyncpg connection given as it is
+    cannot be reopened). interval, max_lag: as IndexFollower's. Start it with
+    `async with AsyncIndexFollower(...)` or `await follower.start()`; `await follower.aclose()`.
+    """
+
+    def __init__(self, conn, index_name, interval=0.1, max_lag=None):
+        if callable(conn) and not isinstance(conn, str) and not hasattr(conn, "cursor") \
+                and not hasattr(conn, "fetch"):
+            self._connect, self._conn = conn, None
+        elif isinstance(conn, str):
+            self._connect, self._conn = _async_reconnector(conn), None
+        else:
+            self._connect, self._conn = _async_reconnector(conn), conn
+        self.index_name = index_name
+        self.interval = interval
+        self.max_lag = max_lag
+        self._state = None
+        self._oid = None
+        self._lsn = None
+        self._refreshed_at = None
+        self._lock = None
+        self._task = None
+        self._stale_warned = False
+        self._prepared = False
+        self.last_error = None
+        self.refreshes = 0
+        self.reloads = 0
+        self.reconnects = 0
+        self.queries = 0
+        self.last_rows = 0
+        self.last_bytes = 0
+
+    # -- answers (IndexFollower's) -----------------------------------------------------------
+
+    contains = _follow.IndexFollower.contains
+    __contains__ = contains
+    filter = _follow.IndexFollower.filter
+    lag = _follow.IndexFollower.lag
+    is_fresh = _follow.IndexFollower.is_fresh
+    _stale = _follow.IndexFollower._stale
+
+    # -- keeping current ---------------------------------------------------------------------
+
+    async def start(self):
+        """Loads the filter (if not yet) and starts the refreshing task on the running loop."""
+        if self._state is None:
+            await self.refresh()
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+        return self
+
+    async def __aenter__(self):
+        return await self.start()
+
+    async def __aexit__(self, *exc):
+        await self.aclose()
+
+    async def aclose(self):
+        """Stops the task and closes the connection."""
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+            self._task = None
+        await self._close_connection()
+
+    async def refresh(self):
+        """Brings the copy up to date now; raises the driver's error if the server cannot be
+        reached (the next refresh reconnects)."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            started = time.monotonic()
+            try:
+                if self._conn is None:
+                    await self._open()
+                if not self._prepared:
+                    await self._prepare_connection()
+                if self._state is None or self._lsn is None:
+                    await self._load()
+                else:
+                    await self._apply_changes()
+            except Exception as error:
+                self.last_error = error
+                if self._connection_lost():
+                    await self._close_connection()
+                raise
+            self._refreshed_at = started
+            self.refreshes += 1
+            self.last_error = None
+            if self._stale_warned:
+                self._stale_warned = False
+                _log.warning("follower of %s: fresh again", self.index_name)
+
+    async def _run(self):
+        next_start = time.monotonic() + self.interval
+        while True:
+            await asyncio.sleep(max(0.0, next_start - time.monotonic()))
+            next_start = max(next_start + self.interval, time.monotonic())
+            try:
+                await self.refresh()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                pass  # kept in last_error; lag grows until a refresh succeeds
+
+    # -- queries -----------------------------------------------------------------------------
+
+    async def _open(self):
+        if self._connect is None:
+            raise RuntimeError("the follower's connection is closed and it cannot open another "
+                               "(give AsyncIndexFollower a function that connects)")
+        self._conn = await self._connect()
+        self.reconnects += 1
+        self._lsn = None  # maybe another server: read the filter whole (as IndexFollower)
+        self._prepared = False
+
+    async def _prepare_connection(self):
+        if _driver(self._conn) == "psycopg" and not self._conn.autocommit:
+            await self._conn.set_autocommit(True)
+        self._prepared = True
+
+    def _connection_lost(self):
+        conn = self._conn
+        if conn is None:
+            return False
+        if _driver(conn) == "asyncpg":
+            return conn.is_closed()
+        return bool(conn.closed or conn.broken)
+
+    async def _close_connection(self):
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            self._prepared = False
+            try:
+                await conn.close()
+            except Exception:
+                pass
+
+    async def _query(self, sql, parameters):
+        self.queries += 1
+        if _driver(self._conn) == "asyncpg":
+            return [tuple(r) for r in await self._conn.fetch(_dollar(sql), *parameters)]
+        async with self._conn.cursor(binary=True) as cursor:
+            await cursor.execute(sql, parameters)
+            return await cursor.fetchall()
+
+    async def _load(self):
+        rows = await self._query(_follow._DESCRIBE, [self.index_name])
+        columns = await self._query(_follow._COLUMNS, [rows[0][0]]) if rows and rows[0][1] else None
+        oid, key_type, transform = _follow._key_rules(self.index_name, rows, columns)
+        (lsn,), = await self._query(_follow._CURRENT_LSN, [])
+        (data,), = await self._query(_follow._LOAD, [oid])
+        self.last_rows, self.last_bytes = 1, len(data)
+        self._state = (Filter.from_bytes(data), key_type, transform)
+        self._oid, self._lsn = oid, _follow._text(lsn)
+        self.reloads += 1
+
+    async def _apply_changes(self):
+        rows = await self._query(_follow._CHANGES, [self.index_name, self.index_name, self._lsn])
+        self.last_rows = len(rows)
+        self.last_bytes = sum(len(row[2]) for row in rows)
+        if not rows:
+            return
+        next_lsn = _follow._merge(self._state[0], self._oid, rows)
+        if next_lsn is None:
+            await self._load()
+            return
+        self._lsn = next_lsn

@@ -1,0 +1,179 @@
+"""A follower made before a fork keeps answering in the children: under a real prefork server
+(gunicorn --preload, 2 workers) every worker finds a new email within two intervals, and in a
+plain os.fork() child the follower has its own connection and thread while the parent's
+session goes on."""
+
+import concurrent.futures
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+
+import psycopg
+import pytest
+
+from bloomfilter.follow import IndexFollower
+
+pytestmark = pytest.mark.server
+
+INTERVAL = 0.2
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def make_index(conn):
+    table = "users_%s" % uuid.uuid4().hex[:10]
+    conn.execute("CREATE TABLE %s (email text NOT NULL)" % table)
+    conn.execute("CREATE INDEX %s_bloom ON %s USING bloomfilter (email)" % (table, table))
+    conn.execute("INSERT INTO %s SELECT 'user' || i || '@mail.com' FROM generate_series(1, 1000) i" % table)
+    return table, table + "_bloom"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def ask(port, email):
+    with urllib.request.urlopen("http://127.0.0.1:%d/?%s" % (port, email), timeout=5) as response:
+        pid, answer = response.read().decode().split()
+        return int(pid), answer == "1"
+
+
+def ask_every_worker(port, email, workers, timeout=10):
+    """{worker pid: answer} once every worker has answered (concurrent requests spread them)."""
+    answers = {}
+    deadline = time.monotonic() + timeout
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        while len(answers) < workers and time.monotonic() < deadline:
+            for pid, answer in pool.map(lambda _: ask(port, email), range(16)):
+                answers.setdefault(pid, []).append(answer)
+    return answers
+
+
+def test_gunicorn_preload_workers_see_new_emails(conn, dsn):
+    pytest.importorskip("gunicorn")  # test/run-python.sh requires it
+    table, index = make_index(conn)
+    port = free_port()
+    env = dict(os.environ, BLOOM_DSN=dsn, BLOOM_INDEX=index, BLOOM_INTERVAL=str(INTERVAL),
+               PYTHONPATH=os.pathsep.join([os.path.dirname(HERE), HERE]))
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "--preload", "--workers", "2", "--bind",
+         "127.0.0.1:%d" % port, "--log-level", "warning", "wsgi_follower:app"],
+        env=env, cwd=HERE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                ask(port, "user1@mail.com")
+                break
+            except OSError:
+                assert server.poll() is None, "gunicorn exited"
+                assert time.monotonic() < deadline, "gunicorn did not answer"
+                time.sleep(0.1)
+        before = ask_every_worker(port, "user1@mail.com", 2)
+        assert len(before) == 2 and all(all(a) for a in before.values()), before
+        for round_ in range(2):
+            # A key the index's filter does not hold yet (no false positive to start from).
+            email = next(e for e in ("new%d.%d.%s@mail.com" % (round_, i, uuid.uuid4().hex[:6]) for i in range(100))
+                         if not conn.execute("SELECT bloom_index_contains(%s, %s)", [index, e]).fetchone()[0])
+            assert not any(any(a) for a in ask_every_worker(port, email, 2).values())
+            conn.execute("INSERT INTO %s VALUES (%%s)" % table, [email])
+            time.sleep(2 * INTERVAL)
+            # Every answer from two intervals after the commit on, from every worker: present.
+            after = ask_every_worker(port, email, 2)
+            assert set(after) == set(before), after
+            assert all(all(a) for a in after.values()), after
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+
+
+def test_os_fork_child_has_its_own_connection_and_thread(conn, dsn):
+    table, index = make_index(conn)
+    follower = IndexFollower(psycopg.connect(dsn), index, interval=INTERVAL)
+    try:
+        parent_backend = follower.backend_pid
+        read, write = os.pipe()
+        child = os.fork()
+        if child == 0:  # the child: report, then leave without running the parent's cleanups
+            code = 1
+            try:
+                email = next(e for e in ("child%d.%s@mail.com" % (i, uuid.uuid4().hex[:6]) for i in range(100))
+                             if not follower.contains(e))
+                with psycopg.connect(dsn, autocommit=True) as c:
+                    c.execute("INSERT INTO %s VALUES (%%s)" % table, [email])
+                time.sleep(2 * INTERVAL)
+                found = follower.contains(email)
+                os.write(write, ("%d %d %d" % (found, follower.backend_pid or 0,
+                                                  follower._thread is not None
+                                                  and follower._thread.is_alive())).encode())
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write)
+        _, status = os.waitpid(child, 0)
+        report = os.read(read, 100).decode().split()
+        os.close(read)
+        assert status == 0, report
+        found, child_backend, thread_alive = map(int, report)
+        assert found and thread_alive
+        assert child_backend not in (0, parent_backend)
+        # The parent's session was not ended by the child.
+        email = "parent.%s@mail.com" % uuid.uuid4().hex[:6]
+        conn.execute("INSERT INTO %s VALUES (%%s)" % table, [email])
+        follower.refresh()
+        assert follower.contains(email) and follower.backend_pid == parent_backend
+        assert follower.reconnects == 0 and follower.last_error is None
+    finally:
+        follower.close()
+
+
+def test_fork_without_python_at_fork_handlers_and_max_lag(conn, dsn):
+    """A child forked from C (uWSGI's default) runs no at-fork handler: the follower, left out of
+    them here, answers "maybe" once max_lag has passed, and its first such answer sets it up
+    again, after which it answers from a fresh copy of its own."""
+    from bloomfilter import follow
+    table, index = make_index(conn)
+    follower = IndexFollower(psycopg.connect(dsn), index, interval=INTERVAL, max_lag=0.5)
+    try:
+        parent_backend = follower.backend_pid
+        follow._followers.discard(follower)
+        read, write = os.pipe()
+        child = os.fork()
+        if child == 0:
+            code = 1
+            try:
+                email = next(e for e in ("child%d.%s@mail.com" % (i, uuid.uuid4().hex[:6]) for i in range(100))
+                             if not follower.contains(e))  # absent from the copy of fork time
+                with psycopg.connect(dsn, autocommit=True) as c:
+                    c.execute("INSERT INTO %s VALUES (%%s)" % table, [email])
+                stale_before = follower.contains(email)  # the fork-time copy, not yet stale
+                time.sleep(0.5 + 2 * INTERVAL)
+                maybe = follower.contains(email)        # stale: True, and set up again
+                time.sleep(3 * INTERVAL)
+                fresh = follower.is_fresh()
+                ghosts = sum(follower.contains("ghost%d@mail.com" % i) for i in range(200))
+                found = follower.contains(email)
+                os.write(write, ("%d %d %d %d %d %d" % (stale_before, maybe, fresh, ghosts, found,
+                                                        follower.backend_pid or 0)).encode())
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write)
+        _, status = os.waitpid(child, 0)
+        report = os.read(read, 100).decode().split()
+        os.close(read)
+        assert status == 0, report
+        stale_before, maybe, fresh, ghosts, found, child_backend = map(int, report)
+        assert not stale_before  # what the follower fixes: the copy of fork time says absent
+        assert maybe and fresh and found and ghosts < 20
+        assert child_backend not in (0, parent_backend)
+        follower.refresh()
+        assert follower.backend_pid == parent_backend and follower.last_error is None
+    finally:
+        follower.close()

@@ -1,0 +1,228 @@
+// The build of a bloomfilter index (ambuild), within maintenance_work_mem. A filter that fits
+// is made whole in memory while the table is scanned, then written page by page. A larger one is
+// built from the keys' hashes sorted (tuplesort, which spills past maintenance_work_mem as
+// CREATE INDEX of a btree does): a version 2 key's block is its hash times the number of blocks,
+// shifted, so hashes in increasing order fill the filter's blocks, and pages, in order. A slice
+// of a few pages is filled in memory at a time and written, each page once, sequentially. Both
+// give the same bytes: a filter's bits do not depend on the order of its keys.
+#include "index_pages.hpp"
+
+extern "C" {
+#include "access/tableam.h"
+#include "catalog/index.h"
+#include "catalog/pg_operator_d.h"
+#include "storage/lmgr.h"
+#include "utils/tuplesort.h"
+}
+
+namespace bloomfilter {
+
+Parameters index_parameters(Relation index) {
+    const IndexOptions *options = reinterpret_cast<const IndexOptions *>(index->rd_options);
+    const int64 capacity = options ? options->capacity : kDefaultCapacity;
+    const double error_rate = options ? options->error_rate : kDefaultErrorRate;
+    Parameters parameters;
+    report_parameters(size_filter(uint64_t(capacity), error_rate, &parameters), capacity,
+                      error_rate);
+    parameters.version = kFormatVersion2;
+    return parameters;
+}
+
+namespace {
+
+void init_page(Page page, uint16_t flags) {
+    PageInit(page, BLCKSZ, sizeof(IndexPageOpaque));
+    IndexPageOpaque *opaque = page_opaque(page);
+    opaque->flags = flags;
+    opaque->page_id = kIndexPageId;
+}
+
+// A new page at the end of the index, exclusively locked.
+Buffer new_page(Relation index) {
+#if PG_VERSION_NUM >= 160000
+    return ExtendBufferedRel(BMR_REL(index), MAIN_FORKNUM, nullptr, EB_LOCK_FIRST);
+#else
+    const bool need_lock = !RELATION_IS_LOCAL(index);
+    if (need_lock) LockRelationForExtension(index, ExclusiveLock);
+    Buffer buffer = ReadBuffer(index, P_NEW);
+    LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
+    if (need_lock) UnlockRelationForExtension(index, ExclusiveLock);
+    return buffer;
+#endif
+}
+
+uint32_t data_pages_for(const Parameters &parameters) {
+    const uint64_t bits_bytes = parameters.encoded_bytes() - kHeaderBytes;
+    const uint32_t bytes_per_page = bytes_per_page_for(parameters);
+    return uint32_t((bits_bytes + bytes_per_page - 1) / bytes_per_page);
+}
+
+// Block 0, logged whole. `header`: the byte format's header, its count of keys `inserted`.
+void write_meta_page(Relation index, const uint8_t *header, const Parameters &parameters,
+                     uint64_t inserted) {
+    Buffer buffer = new_page(index);
+    if (BufferGetBlockNumber(buffer) != kMetaBlock)
+        elog(ERROR, "bloomfilter index \"%s\" is not empty", RelationGetRelationName(index));
+    GenericXLogState *xlog = GenericXLogStart(index);
+    Page page = GenericXLogRegisterBuffer(xlog, buffer, GENERIC_XLOG_FULL_IMAGE);
+    init_page(page, kMetaPageFlag);
+    IndexMeta meta{};
+    meta.magic = kIndexMagic;
+    meta.layout_version = kIndexLayoutVersion;
+    meta.bytes_per_page = bytes_per_page_for(parameters);
+    meta.data_pages = data_pages_for(parameters);
+    memcpy(meta.header, header, kHeaderBytes);
+    write_inserted(meta.header, inserted);
+    memcpy(PageGetContents(page), &meta, sizeof meta);
+    reinterpret_cast<PageHeader>(page)->pd_lower = MAXALIGN(SizeOfPageHeaderData) + sizeof meta;
+    GenericXLogFinish(xlog);
+    UnlockReleaseBuffer(buffer);
+}
+
+// The next data page, holding `length` bytes of the filter's bits, logged whole.
+void write_data_page(Relation index, const uint8_t *bits, uint32_t length) {
+    CHECK_FOR_INTERRUPTS();
+    Buffer buffer = new_page(index);
+    GenericXLogState *xlog = GenericXLogStart(index);
+    Page page = GenericXLogRegisterBuffer(xlog, buffer, GENERIC_XLOG_FULL_IMAGE);
+    init_page(page, 0);
+    memcpy(page_bits(page), bits, length);
+    reinterpret_cast<PageHeader>(page)->pd_lower = MAXALIGN(SizeOfPageHeaderData) + length;
+    GenericXLogFinish(xlog);
+    UnlockReleaseBuffer(buffer);
+}
+
+// Writes the next data pages, with `length` bytes of the filter's bits held at `bits`: whole
+// pages (but for the filter's last one).
+void write_data_pages(Relation index, const Parameters &parameters, const uint8_t *bits,
+                      uint64_t length) {
+    const uint32_t bytes_per_page = bytes_per_page_for(parameters);
+    for (uint64_t offset = 0; offset < length; offset += bytes_per_page)
+        write_data_page(index, bits + offset,
+                        uint32_t(Min(uint64_t(bytes_per_page), length - offset)));
+}
+
+struct BuildState {
+    Relation index;
+    FilterRef filter;
+    uint64_t inserted;
+    double tuples;
+};
+
+void build_callback(Relation index, ItemPointer, Datum *values, bool *isnull, bool, void *arg) {
+    BuildState *state = static_cast<BuildState *>(arg);
+    state->tuples += 1;
+    if (isnull[0]) return;
+    state->filter.add(index_key_hash(index, values[0]));
+    state->inserted++;
+}
+
+// The whole filter in memory first: the build sets bits all over it, and each page is then
+// written once.
+void build_in_memory(Relation heap, Relation index, IndexInfo *index_info,
+                     const Parameters &parameters, IndexBuildResult *result) {
+    struct varlena *filter = make_filter(parameters);
+    BuildState state{index, FilterRef::of(bloom_bytes(filter), parameters), 0, 0};
+    table_index_build_scan(heap, index, index_info, true, true, build_callback, &state, nullptr);
+    const uint8_t *bytes = bloom_bytes(filter);
+    write_meta_page(index, bytes, parameters, state.inserted);
+    write_data_pages(index, parameters, bytes + kHeaderBytes,
+                     parameters.encoded_bytes() - kHeaderBytes);
+    pfree(filter);
+    result->heap_tuples = state.tuples;
+    result->index_tuples = double(state.inserted);
+}
+
+// An int8 sort orders signed values: the sign bit flipped, it orders the hashes unsigned.
+constexpr uint64_t kSignBit = uint64_t(1) << 63;
+
+struct SortedBuildState {
+    Tuplesortstate *sort;
+    uint64_t inserted;
+    double tuples;
+};
+
+void sorted_build_callback(Relation index, ItemPointer, Datum *values, bool *isnull, bool,
+                           void *arg) {
+    SortedBuildState *state = static_cast<SortedBuildState *>(arg);
+    state->tuples += 1;
+    if (isnull[0]) return;
+    const uint64_t h = index_key_hash(index, values[0]).low;
+    tuplesort_putdatum(state->sort, Int64GetDatum(int64(h ^ kSignBit)), false);
+    state->inserted++;
+}
+
+bool next_sorted_hash(Tuplesortstate *sort, uint64_t *h) {
+    Datum value;
+    bool is_null;
+#if PG_VERSION_NUM >= 160000
+    if (!tuplesort_getdatum(sort, true, false, &value, &is_null, nullptr)) return false;
+#else
+    if (!tuplesort_getdatum(sort, true, &value, &is_null, nullptr)) return false;
+#endif
+    *h = uint64_t(DatumGetInt64(value)) ^ kSignBit;
+    return true;
+}
+
+// A slice of the filter filled at a time: whole pages and whole blocks, about 1 MB (at most a
+// sixteenth of maintenance_work_mem, at least one page or block).
+uint64_t slice_bytes_for(const Parameters &parameters) {
+    const uint64_t unit = Max(uint64_t(bytes_per_page_for(parameters)), parameters.block_bytes());
+    const uint64_t wanted = Min(uint64_t(1) << 20, uint64_t(maintenance_work_mem) * 1024 / 16);
+    return Max(uint64_t(1), wanted / unit) * unit;
+}
+
+void build_sorted(Relation heap, Relation index, IndexInfo *index_info,
+                  const Parameters &parameters, IndexBuildResult *result) {
+    SortedBuildState state{tuplesort_begin_datum(INT8OID, Int8LessOperator, InvalidOid, false,
+                                                 maintenance_work_mem, nullptr, TUPLESORT_NONE),
+                           0, 0};
+    table_index_build_scan(heap, index, index_info, true, true, sorted_build_callback, &state,
+                           nullptr);
+    tuplesort_performsort(state.sort);
+
+    uint8_t header[kHeaderBytes];
+    write_header(parameters, header);
+    write_meta_page(index, header, parameters, state.inserted);
+
+    const uint64_t bits_bytes = parameters.encoded_bytes() - kHeaderBytes;
+    const uint64_t slice_bytes = slice_bytes_for(parameters);
+    uint8_t *slice = static_cast<uint8_t *>(palloc_extended(slice_bytes, MCXT_ALLOC_HUGE));
+    uint64_t h = 0;
+    bool have = next_sorted_hash(state.sort, &h);
+    for (uint64_t begin = 0; begin < bits_bytes; begin += slice_bytes) {
+        const uint64_t length = Min(slice_bytes, bits_bytes - begin);
+        memset(slice, 0, length);
+        // The hashes of the keys whose block lies in this slice.
+        for (; have; have = next_sorted_hash(state.sort, &h)) {
+            const KeyHash key{h, 0};
+            const uint64_t block = key_block_offset(key, parameters) - kHeaderBytes;
+            if (block >= begin + length) break;
+            Assert(block >= begin);
+            block_add(slice + (block - begin), key, parameters.version, parameters.hashes,
+                      parameters.block_log2);
+        }
+        write_data_pages(index, parameters, slice, length);
+    }
+    Assert(!have);
+    pfree(slice);
+    tuplesort_end(state.sort);
+    result->heap_tuples = state.tuples;
+    result->index_tuples = double(state.inserted);
+}
+
+}  // namespace
+
+IndexBuildResult *bloom_am_build(Relation heap, Relation index, IndexInfo *index_info) {
+    if (RelationGetNumberOfBlocks(index) != 0)
+        elog(ERROR, "index \"%s\" already contains data", RelationGetRelationName(index));
+    const Parameters parameters = index_parameters(index);
+    IndexBuildResult *result = static_cast<IndexBuildResult *>(palloc0(sizeof(IndexBuildResult)));
+    if (parameters.encoded_bytes() <= uint64_t(maintenance_work_mem) * 1024)
+        build_in_memory(heap, index, index_info, parameters, result);
+    else
+        build_sorted(heap, index, index_info, parameters, result);
+    return result;
+}
+
+}  // namespace bloomfilter
