@@ -1,7 +1,8 @@
 // The article's Bloom filter, ported to C++ as the baseline of the core benchmark: one plain
 // (unblocked) bit array of m bits, k positions (h1 + i * h2) mod m, with h1 the first 8 bytes of
 // the key's SHA-256 digest and h2 the first 8 bytes of its MD5 digest, both read big-endian.
-// The sizing formulas are the article's: m = ceil(-(n ln p) / (ln 2)^2), k = max(1, round(m/n ln 2)).
+// The sizing formulas are the article's: m = ceil(-(n ln p) / (ln 2)^2),
+// k = max(1, round(m/n ln 2)).
 #pragma once
 
 #include <cstddef>

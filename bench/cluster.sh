@@ -1,7 +1,8 @@
 # Throwaway PostgreSQL clusters for the demo, the benchmarks, the pg_regress and Python client
 # runs and sqlsmith (the tests that need clusters of their own are TAP tests, t/). Source this
 # file, then:
-#   cluster_start NAME [setting=value ...]   initdb + start; exports PGHOST, PGPORT, PGUSER, PGDATABASE
+#   cluster_start NAME [setting=value ...]   initdb (UTF8, C.UTF-8) + start; exports PGHOST, PGPORT,
+#                                            PGUSER, PGDATABASE
 #   cluster_stop NAME                        stop and remove
 #   cluster_cleanup_all                      stop and remove every cluster started (an EXIT trap)
 # CLUSTER_LOG_DIR: when set, a stopped cluster's server log is kept there as NAME.log.
@@ -41,7 +42,10 @@ cluster_start() {
   local dir=$CLUSTER_ROOT/$name port try
   mkdir -p "$dir"
   [ "$(id -u)" -eq 0 ] && chown "$BLOOM_TEST_USER" "$dir"
-  as_server_user "$PG_BIN/initdb" -D "$dir/data" -U postgres -A trust --no-sync >"$dir/initdb.log" 2>&1 \
+  # Encoding and locale given, never the caller's: with no LANG (a fresh container's shell) initdb
+  # would pick SQL_ASCII and the C locale.
+  as_server_user "$PG_BIN/initdb" -D "$dir/data" -U postgres -A trust \
+    --encoding=UTF8 --locale=C.UTF-8 --no-sync >"$dir/initdb.log" 2>&1 \
     || { cat "$dir/initdb.log"; return 1; }
   {
     echo "listen_addresses = '127.0.0.1'"

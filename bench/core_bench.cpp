@@ -60,13 +60,15 @@ struct Data {
             std::fprintf(stderr, "libbloom's bloom_init failed\n");
             std::exit(1);
         }
-        if (bloomfilter::size_filter(kCapacity, kErrorRate, &parameters) != bloomfilter::Status::ok) {
+        if (bloomfilter::size_filter(kCapacity, kErrorRate, &parameters) !=
+            bloomfilter::Status::ok) {
             std::fprintf(stderr, "size_filter failed\n");
             std::exit(1);
         }
         v1_parameters = parameters;
         v1_parameters.version = bloomfilter::kFormatVersion1;
-        bloomfilter::FilterRef filter = empty(parameters, core_bytes), v1_filter = empty(v1_parameters, v1_bytes);
+        bloomfilter::FilterRef filter = empty(parameters, core_bytes),
+                               v1_filter = empty(v1_parameters, v1_bytes);
         for (size_t i = 0; i < keys.size(); i++) {
             filter.add(filter.hash(keys[i].data(), keys[i].size()));
             v1_filter.add(v1_filter.hash(keys[i].data(), keys[i].size()));
@@ -75,7 +77,8 @@ struct Data {
         }
     }
 
-    static bloomfilter::FilterRef empty(const bloomfilter::Parameters &p, std::vector<uint8_t> &bytes) {
+    static bloomfilter::FilterRef empty(const bloomfilter::Parameters &p,
+                                        std::vector<uint8_t> &bytes) {
         bytes.resize(p.encoded_bytes());
         bloomfilter::write_empty(p, bytes.data());
         return bloomfilter::FilterRef::of(bytes.data(), p);
@@ -83,7 +86,8 @@ struct Data {
 
     static std::vector<std::string> stored_keys() {
         std::vector<std::string> keys;
-        for (uint64_t i = 0; i < kCapacity; i++) keys.push_back("user" + std::to_string(i) + "@mail.com");
+        for (uint64_t i = 0; i < kCapacity; i++)
+            keys.push_back("user" + std::to_string(i) + "@mail.com");
         std::mt19937_64 random(42);
         std::shuffle(keys.begin(), keys.end(), random);
         return keys;
@@ -93,13 +97,18 @@ struct Data {
         std::mt19937_64 random(43);
         std::uniform_int_distribution<uint64_t> pick(0, kCapacity - 1);
         for (uint64_t i = 0; i < kCapacity; i++)
-            probes.push_back("user" + std::to_string(pick(random) + (i % 2 == 0 ? 0 : kCapacity)) + "@mail.com");
+            probes.push_back("user" + std::to_string(pick(random) + (i % 2 == 0 ? 0 : kCapacity)) +
+                             "@mail.com");
         std::shuffle(probes.begin(), probes.end(), random);
         return probes;
     }
 
-    bloomfilter::FilterRef core() { return bloomfilter::FilterRef::of(core_bytes.data(), parameters); }
-    bloomfilter::FilterRef core_v1() { return bloomfilter::FilterRef::of(v1_bytes.data(), v1_parameters); }
+    bloomfilter::FilterRef core() {
+        return bloomfilter::FilterRef::of(core_bytes.data(), parameters);
+    }
+    bloomfilter::FilterRef core_v1() {
+        return bloomfilter::FilterRef::of(v1_bytes.data(), v1_parameters);
+    }
 };
 
 Data &data() {
@@ -135,7 +144,9 @@ void core_contains_cycling(benchmark::State &state, bloomfilter::FilterRef filte
     state.SetItemsProcessed(state.iterations());
 }
 
-void BM_core_contains(benchmark::State &state) { core_contains_cycling(state, data().core(), data().probes.size()); }
+void BM_core_contains(benchmark::State &state) {
+    core_contains_cycling(state, data().core(), data().probes.size());
+}
 // What filters written by bloomfilter 1.0 and 1.1 get: XXH3-128 and the scalar loop.
 void BM_core_contains_v1(benchmark::State &state) {
     core_contains_cycling(state, data().core_v1(), data().probes.size());
@@ -168,7 +179,8 @@ void BM_core_hash(benchmark::State &state) {
     size_t i = 0;
     for (auto _ : state) {
         std::string_view key = d.probes[i];
-        benchmark::DoNotOptimize(bloomfilter::hash_bytes(bloomfilter::kFormatVersion, key.data(), key.size()));
+        benchmark::DoNotOptimize(
+            bloomfilter::hash_bytes(bloomfilter::kFormatVersion, key.data(), key.size()));
         if (++i == d.probes.size()) i = 0;
     }
     state.SetItemsProcessed(state.iterations());
@@ -177,7 +189,9 @@ void BM_core_hash(benchmark::State &state) {
 // contains on the same filter with only 1,024 probes cycling, so the blocks they read stay in
 // the L1 and L2 caches: the difference from BM_core_contains is the cost of fetching a block
 // from a filter larger than L2.
-void BM_core_contains_cached(benchmark::State &state) { core_contains_cycling(state, data().core(), 1024); }
+void BM_core_contains_cached(benchmark::State &state) {
+    core_contains_cycling(state, data().core(), 1024);
+}
 
 // contains through each way of checking a block, forced, where the CPU has it: what each saves,
 // and what a CPU without the faster ones gets (the AVX2 figure is an AVX2-only CPU's, but for
@@ -187,7 +201,9 @@ void core_contains_through(benchmark::State &state, bloomfilter::CheckPath path)
     bloomfilter::FilterRef filter = d.core();
     filter.check = bloomfilter::block_check_for(path);
     if (filter.check == nullptr)
-        return state.SkipWithError((std::string("no ") + bloomfilter::check_path_name(path) + " path on this CPU").c_str());
+        return state.SkipWithError(
+            (std::string("no ") + bloomfilter::check_path_name(path) + " path on this CPU")
+                .c_str());
     size_t i = 0;
     for (auto _ : state) {
         std::string_view key = d.probes[i];
@@ -196,16 +212,23 @@ void core_contains_through(benchmark::State &state, bloomfilter::CheckPath path)
     }
     state.SetItemsProcessed(state.iterations());
 }
-void BM_core_contains_scalar(benchmark::State &state) { core_contains_through(state, bloomfilter::CheckPath::scalar); }
-void BM_core_contains_avx2(benchmark::State &state) { core_contains_through(state, bloomfilter::CheckPath::avx2); }
-void BM_core_contains_avx512(benchmark::State &state) { core_contains_through(state, bloomfilter::CheckPath::avx512); }
+void BM_core_contains_scalar(benchmark::State &state) {
+    core_contains_through(state, bloomfilter::CheckPath::scalar);
+}
+void BM_core_contains_avx2(benchmark::State &state) {
+    core_contains_through(state, bloomfilter::CheckPath::avx2);
+}
+void BM_core_contains_avx512(benchmark::State &state) {
+    core_contains_through(state, bloomfilter::CheckPath::avx512);
+}
 
 // libbloom on the same keys: its bloom_add and bloom_check hash the key themselves (MurmurHash2,
 // twice) and reduce each position modulo the bit count.
 void BM_libbloom_add(benchmark::State &state) {
     Data &d = data();
     struct bloom filter;
-    if (bloom_init(&filter, int(kCapacity), kErrorRate) != 0) return state.SkipWithError("bloom_init failed");
+    if (bloom_init(&filter, int(kCapacity), kErrorRate) != 0)
+        return state.SkipWithError("bloom_init failed");
     size_t i = 0;
     for (auto _ : state) {
         std::string_view key = d.keys[i];
@@ -254,29 +277,38 @@ void print_setup(const bloomfilter::CheckCalibration &calibration) {
     }
     for (size_t i = 0; i < d.keys.size(); i++)
         missed += !core.contains(core.hash(d.keys[i].data(), d.keys[i].size())) +
-                  !v1.contains(v1.hash(d.keys[i].data(), d.keys[i].size())) + !d.article_filter.contains(d.keys[i]) +
+                  !v1.contains(v1.hash(d.keys[i].data(), d.keys[i].size())) +
+                  !d.article_filter.contains(d.keys[i]) +
                   (bloom_check(&d.libbloom_filter, d.keys[i].data(), int(d.keys[i].size())) != 1);
-    auto line = [](const char *name, uint64_t bytes, uint32_t hashes, uint64_t positives, const char *what) {
-        std::printf("filter %s: %llu bytes, %.2f bits per key, k = %u, false-positive rate %.4f%%; %s\n", name,
-                    (unsigned long long)bytes, 8.0 * double(bytes) / double(kCapacity), hashes,
-                    100.0 * double(positives) / double(kCapacity), what);
+    auto line = [](const char *name, uint64_t bytes, uint32_t hashes, uint64_t positives,
+                   const char *what) {
+        std::printf(
+            "filter %s: %llu bytes, %.2f bits per key, k = %u, false-positive rate %.4f%%; %s\n",
+            name, (unsigned long long)bytes, 8.0 * double(bytes) / double(kCapacity), hashes,
+            100.0 * double(positives) / double(kCapacity), what);
     };
     char core_what[160];
-    std::snprintf(core_what, sizeof core_what, "%u blocks of %llu bytes, %llu bits, XXH3-64", d.parameters.blocks,
-                  (unsigned long long)d.parameters.block_bytes(), (unsigned long long)d.parameters.bits());
+    std::snprintf(core_what, sizeof core_what, "%u blocks of %llu bytes, %llu bits, XXH3-64",
+                  d.parameters.blocks, (unsigned long long)d.parameters.block_bytes(),
+                  (unsigned long long)d.parameters.bits());
     line("core", d.core_bytes.size(), d.parameters.hashes, core_positives, core_what);
-    line("libbloom", uint64_t(d.libbloom_filter.bytes), uint32_t(d.libbloom_filter.hashes), libbloom_positives,
-         "one array, MurmurHash2 twice, positions modulo the bit count");
+    line("libbloom", uint64_t(d.libbloom_filter.bytes), uint32_t(d.libbloom_filter.hashes),
+         libbloom_positives, "one array, MurmurHash2 twice, positions modulo the bit count");
     line("article", d.article_filter.bytes(), d.article_filter.hashes(), article_positives,
          "one array, SHA-256 and MD5 (the article's algorithm)");
-    std::printf("(false-positive rates over %llu keys never added)\n", (unsigned long long)kCapacity);
-    std::printf("core: contains checks blocks with %s; chosen by timing at start (%.0f us), time relative to scalar:",
-                bloomfilter::chosen_check_path_name(), calibration.microseconds);
+    std::printf("(false-positive rates over %llu keys never added)\n",
+                (unsigned long long)kCapacity);
+    std::printf(
+        "core: contains checks blocks with %s; chosen by timing at start (%.0f us), time relative "
+        "to scalar:",
+        bloomfilter::chosen_check_path_name(), calibration.microseconds);
     for (uint32_t p = 0; p < bloomfilter::kCheckPaths; p++) {
         if (bloomfilter::block_check_for(bloomfilter::CheckPath(p)) != nullptr)
-            std::printf(" %s %.2f", bloomfilter::check_path_name(bloomfilter::CheckPath(p)), calibration.relative_time[p]);
+            std::printf(" %s %.2f", bloomfilter::check_path_name(bloomfilter::CheckPath(p)),
+                        calibration.relative_time[p]);
         else
-            std::printf(" %s (not on this CPU)", bloomfilter::check_path_name(bloomfilter::CheckPath(p)));
+            std::printf(" %s (not on this CPU)",
+                        bloomfilter::check_path_name(bloomfilter::CheckPath(p)));
     }
     std::printf("\n");
     if (missed != 0) {

@@ -8,7 +8,7 @@ use Test::More;
 use BloomfilterTAP;
 
 my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1);
+init_node($primary, allows_streaming => 1);
 # Every generic WAL record also carries the page as the primary has it, and the standby checks
 # its replay against it: a record that replays to another page stops the standby. (The WAL is
 # kept for the standby to catch up after the primary restarts.)

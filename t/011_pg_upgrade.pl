@@ -14,9 +14,6 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use BloomfilterTAP;
 
-# Both clusters alike: pg_upgrade requires the same encoding and locale.
-my @initdb = (extra => [ '--encoding=UTF8', '--locale=C.UTF-8' ]);
-
 my $schema = q{
 CREATE EXTENSION bloomfilter;
 CREATE TABLE users (id bigint PRIMARY KEY, email text NOT NULL, active bool NOT NULL);
@@ -95,7 +92,8 @@ my ($help) = run_command([ 'pg_upgrade', '--help' ]);
 my %modes = (copy => ($help =~ /--copy\b/ ? [ '--copy' ] : []), link => [ '--link' ]);
 
 for my $mode (sort keys %modes) {
-	my $old = new_node("old_$mode", [], @initdb);
+	# Both clusters made by init_node alike: pg_upgrade requires the same encoding and locale.
+	my $old = new_node("old_$mode");
 	my $bindir = $old->config_data('--bindir');
 	$old->safe_psql('postgres', $schema);
 	is($old->safe_psql('postgres', $missing_sql), join("\n", @expected_missing),
@@ -107,7 +105,7 @@ for my $mode (sort keys %modes) {
 	$old->stop;
 
 	my $new = PostgreSQL::Test::Cluster->new("new_$mode");
-	$new->init(@initdb);
+	init_node($new);
 	command_ok(
 		[
 			'pg_upgrade', '--no-sync', '-d', $old->data_dir, '-D', $new->data_dir,

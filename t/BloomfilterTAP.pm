@@ -9,17 +9,27 @@ use PostgreSQL::Test::Cluster;
 use Test::More;
 use Time::HiRes qw(usleep time);
 
-our @EXPORT = qw(new_node create_users sql_error node_run start_pgbench finish_pgbench stop_pgbench
-  kill9_and_restart $MISSING_USERS $VERIFY_USERS);
+our @EXPORT = qw(init_node new_node create_users sql_error node_run start_pgbench finish_pgbench
+  stop_pgbench kill9_and_restart $MISSING_USERS $VERIFY_USERS);
 
-# new_node(NAME, [SETTING, ...], %init_options): a started node; SETTINGs are postgresql.conf
-# lines, %init_options go to init (allows_streaming => 1, say). Room for pgbench's clients and the
-# tests' tables whatever init chose (allows_streaming makes both tiny); statements are not logged,
-# since the tests run hundreds of thousands of them.
+# init_node(NODE, %init_options): initdb for NODE with an encoding and a locale of its own (UTF8,
+# C.UTF-8), never the caller's: with no LANG, initdb would pick SQL_ASCII and the C locale.
+# %init_options go to init (allows_streaming => 1, say; extra => [...] adds initdb options).
+sub init_node {
+	my ($node, %init_options) = @_;
+	my @extra = ('--encoding=UTF8', '--locale=C.UTF-8', @{ $init_options{extra} || [] });
+	$node->init(%init_options, extra => \@extra);
+	return $node;
+}
+
+# new_node(NAME, [SETTING, ...], %init_options): a started node, made with init_node; SETTINGs
+# are postgresql.conf lines. Room for pgbench's clients and the tests' tables whatever init chose
+# (allows_streaming makes both tiny); statements are not logged, since the tests run hundreds of
+# thousands of them.
 sub new_node {
 	my ($name, $settings, %init_options) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init(%init_options);
+	init_node($node, %init_options);
 	$node->append_conf('postgresql.conf', join("\n", 'max_connections = 50', 'shared_buffers = 256MB',
 		'log_statement = none', @{ $settings || [] }) . "\n");
 	$node->start;

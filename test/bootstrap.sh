@@ -19,6 +19,7 @@ wanted=(
   libxxhash-dev            # the core's hash
   libgtest-dev             # unit tests
   clang-14 libclang-rt-14-dev  # sanitizers and libFuzzer
+  clang-format-14          # make format-check (.clang-format)
   libbenchmark-dev libssl-dev libbloom-dev  # make bench (libbloom: the peer the core is measured against)
   python3                  # META.json checks, the Python client
   bsdextrautils            # column (benchmarks)

@@ -112,9 +112,9 @@ trap 'echo "matrix: interrupted" >&2; exit 130' INT
 trap 'echo "matrix: terminated" >&2; exit 143' TERM
 
 # Runs a command inside a version's root, as root or as postgres, with a clean environment that
-# points the client tools at that version's cluster.
+# points the client tools at that version's cluster (no locale: initdb is given its own).
 env_of() {
-  echo "PATH=/usr/lib/postgresql/$1/bin:/usr/sbin:/usr/bin:/sbin:/bin" HOME=/tmp LANG=C.UTF-8 \
+  echo "PATH=/usr/lib/postgresql/$1/bin:/usr/sbin:/usr/bin:/sbin:/bin" HOME=/tmp \
        "PGHOST=$WORK/cluster-$1" "PGPORT=$(port_of "$1")" PGUSER=postgres PGDATABASE=postgres
 }
 in_env() {

@@ -9,9 +9,8 @@ cd "$(dirname "$0")/.."
 for tool in node npm; do
   command -v "$tool" >/dev/null || { echo "missing: $tool (apt-get install -y nodejs npm)" >&2; exit 1; }
 done
-# The cluster's default encoding and locale (initdb takes them from the environment); each test
-# file also creates its database with ENCODING 'UTF8' LOCALE 'C.UTF-8'.
-export LC_ALL=C.UTF-8
+# bench/cluster.sh makes the cluster UTF8 in C.UTF-8; each test file also creates its database
+# with ENCODING 'UTF8' LOCALE 'C.UTF-8'.
 . bench/cluster.sh
 trap cluster_cleanup_all EXIT
 cluster_start node "max_connections = 60"

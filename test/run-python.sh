@@ -19,5 +19,6 @@ cluster_start python "max_connections = 60"
 # The tests start clusters of their own too (tests/clusters.py).
 export PG_BIN CLUSTER_ROOT BLOOM_TEST_USER
 cd clients/python
-# Bytecode and pytest's cache stay out of the source tree.
-PYTHONDONTWRITEBYTECODE=1 "$PYTHON" -m pytest -p no:cacheprovider -q "$@"
+# Bytecode and pytest's cache stay out of the source tree, and its temporary directories (tmp_path)
+# go with the clusters' directory, not into /tmp/pytest-of-$USER.
+PYTHONDONTWRITEBYTECODE=1 "$PYTHON" -m pytest -p no:cacheprovider --basetemp="$CLUSTER_ROOT/pytest" -q "$@"

@@ -102,7 +102,8 @@ Status read_header(const uint8_t *data, size_t available, uint64_t total_length,
     if (available < kHeaderBytes || total_length < kHeaderBytes) return Status::truncated;
     if (std::memcmp(data + kOffsetMagic, kMagic, sizeof kMagic) != 0) return Status::bad_magic;
     const uint8_t version = data[kOffsetVersion];
-    if (version != kFormatVersion1 && version != kFormatVersion2) return Status::unsupported_version;
+    if (version != kFormatVersion1 && version != kFormatVersion2)
+        return Status::unsupported_version;
     uint64_t capacity = load_u64(data + kOffsetCapacity);
     double error_rate = load_double(data + kOffsetErrorRate);
     Parameters expected;
@@ -283,14 +284,15 @@ constexpr VectorMultipliers kVectorMultipliers = [] {
 // Loading the whole 4096-bit block into eight registers and picking the words by permutes
 // instead of the gather was no faster in core_bench on an AMD EPYC (Zen 5): 12.8 against 12.7 ns
 // per check of the 1.2 MB filter, and 11.0 against 9.8 with its blocks in cache.
-__attribute__((target("avx512f,avx512dq"))) bool avx512_block_check(const uint8_t *block, uint64_t h,
-                                                                     uint32_t hashes, uint32_t block_log2) {
-    const __m512i products = _mm512_mullo_epi64(_mm512_set1_epi64(int64_t(h)),
-                                                _mm512_load_si512(kVectorMultipliers.m));
+__attribute__((target("avx512f,avx512dq"))) bool avx512_block_check(const uint8_t *block,
+                                                                    uint64_t h, uint32_t hashes,
+                                                                    uint32_t block_log2) {
+    const __m512i products =
+        _mm512_mullo_epi64(_mm512_set1_epi64(int64_t(h)), _mm512_load_si512(kVectorMultipliers.m));
     const __m512i bits = _mm512_srl_epi64(products, _mm_cvtsi32_si128(int(64 - block_log2)));
     const __mmask8 used = __mmask8((1u << hashes) - 1);
-    const __m512i words = _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), used, _mm512_srli_epi64(bits, 6),
-                                                      block, 8);
+    const __m512i words = _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), used,
+                                                      _mm512_srli_epi64(bits, 6), block, 8);
     const __m512i shifted = _mm512_srlv_epi64(words, _mm512_and_si512(bits, _mm512_set1_epi64(63)));
     const __mmask8 set = _mm512_test_epi64_mask(shifted, _mm512_set1_epi64(1));
     return (set & used) == used;
@@ -298,17 +300,24 @@ __attribute__((target("avx512f,avx512dq"))) bool avx512_block_check(const uint8_
 #pragma GCC diagnostic pop
 
 // AVX2 has no 64-bit multiply: the low 64 bits of h * M come from three 32 x 32 products.
-__attribute__((target("avx2"))) inline __m256i multiply_low64(__m256i h_low, __m256i h_high, __m256i m) {
-    const __m256i cross = _mm256_add_epi64(_mm256_mul_epu32(h_high, m), _mm256_mul_epu32(h_low, _mm256_srli_epi64(m, 32)));
+__attribute__((target("avx2"))) inline __m256i multiply_low64(__m256i h_low, __m256i h_high,
+                                                              __m256i m) {
+    const __m256i cross = _mm256_add_epi64(_mm256_mul_epu32(h_high, m),
+                                           _mm256_mul_epu32(h_low, _mm256_srli_epi64(m, 32)));
     return _mm256_add_epi64(_mm256_mul_epu32(h_low, m), _mm256_slli_epi64(cross, 32));
 }
 
 // Four positions: their bits, each in bit 0 of its lane (the other bits are noise).
-__attribute__((target("avx2"))) inline __m256i avx2_test_four(const uint8_t *block, __m256i h_low, __m256i h_high,
-                                                              const uint64_t *multipliers, __m128i shift) {
+__attribute__((target("avx2"))) inline __m256i avx2_test_four(const uint8_t *block, __m256i h_low,
+                                                              __m256i h_high,
+                                                              const uint64_t *multipliers,
+                                                              __m128i shift) {
     const __m256i bits = _mm256_srl_epi64(
-        multiply_low64(h_low, h_high, _mm256_load_si256(reinterpret_cast<const __m256i *>(multipliers))), shift);
-    const __m256i words = _mm256_i64gather_epi64(reinterpret_cast<const long long *>(block), _mm256_srli_epi64(bits, 6), 8);
+        multiply_low64(h_low, h_high,
+                       _mm256_load_si256(reinterpret_cast<const __m256i *>(multipliers))),
+        shift);
+    const __m256i words = _mm256_i64gather_epi64(reinterpret_cast<const long long *>(block),
+                                                 _mm256_srli_epi64(bits, 6), 8);
     return _mm256_srlv_epi64(words, _mm256_and_si256(bits, _mm256_set1_epi64x(63)));
 }
 
@@ -317,18 +326,21 @@ constexpr int64_t kUnusedLanes[8] = {0, 0, 0, 0, 1, 1, 1, 1};
 
 // One gather when k <= 4 (10.3 against 11.9 ns per check with two, at k = 4 on an Intel Xeon),
 // two otherwise.
-__attribute__((target("avx2"))) bool avx2_block_check(const uint8_t *block, uint64_t h, uint32_t hashes,
-                                                      uint32_t block_log2) {
+__attribute__((target("avx2"))) bool avx2_block_check(const uint8_t *block, uint64_t h,
+                                                      uint32_t hashes, uint32_t block_log2) {
     const __m256i h_low = _mm256_set1_epi64x(int64_t(h)), h_high = _mm256_srli_epi64(h_low, 32);
     const __m128i shift = _mm_cvtsi32_si128(int(64 - block_log2));
     const uint32_t first = hashes < 4 ? hashes : 4;
-    __m256i tested = _mm256_or_si256(avx2_test_four(block, h_low, h_high, kVectorMultipliers.m, shift),
-                                     _mm256_loadu_si256(reinterpret_cast<const __m256i *>(kUnusedLanes + 4 - first)));
+    __m256i tested = _mm256_or_si256(
+        avx2_test_four(block, h_low, h_high, kVectorMultipliers.m, shift),
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(kUnusedLanes + 4 - first)));
     // Lanes past `hashes` read a word of the block too, but count as set.
     if (hashes > 4)
         tested = _mm256_and_si256(
-            tested, _mm256_or_si256(avx2_test_four(block, h_low, h_high, kVectorMultipliers.m + 4, shift),
-                                    _mm256_loadu_si256(reinterpret_cast<const __m256i *>(kUnusedLanes + 8 - hashes))));
+            tested,
+            _mm256_or_si256(
+                avx2_test_four(block, h_low, h_high, kVectorMultipliers.m + 4, shift),
+                _mm256_loadu_si256(reinterpret_cast<const __m256i *>(kUnusedLanes + 8 - hashes))));
     return _mm256_testc_si256(tested, _mm256_set1_epi64x(1)) != 0;
 }
 #endif
@@ -340,7 +352,8 @@ BlockCheck chosen_block_check = scalar_block_check;
 BlockCheck block_check_for(CheckPath path) {
 #ifdef BLOOMFILTER_X86_VECTORS
     __builtin_cpu_init();
-    if (path == CheckPath::avx512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))
+    if (path == CheckPath::avx512 && __builtin_cpu_supports("avx512f") &&
+        __builtin_cpu_supports("avx512dq"))
         return avx512_block_check;
     if (path == CheckPath::avx2 && __builtin_cpu_supports("avx2")) return avx2_block_check;
 #endif
@@ -385,7 +398,8 @@ double time_checks(BlockCheck check, const uint8_t *blocks, uint64_t seed, uint6
     uint64_t count = 0;
     for (uint32_t i = 0; i < kCalibrationChecks; i++) {
         const uint64_t h = finalize64(seed + i * 0x9e3779b97f4a7c15ull);
-        const uint8_t *block = blocks + (uint64_t(block_index(h, kCalibrationBlocks)) << (kCalibrationBlockLog2 - 3));
+        const uint8_t *block =
+            blocks + (uint64_t(block_index(h, kCalibrationBlocks)) << (kCalibrationBlockLog2 - 3));
         count += check(block, h, kCalibrationHashes, kCalibrationBlockLog2);
     }
     const auto end = std::chrono::steady_clock::now();
@@ -422,13 +436,16 @@ CheckCalibration choose_check_path() {
             for (uint32_t step = 0; step < kCheckPaths; step++) {
                 const uint32_t p = (step + round) % kCheckPaths;
                 if (checks[p] != nullptr)
-                    nanoseconds[p] = time_checks(checks[p], blocks, uint64_t(round) << 32, &found[p]);
+                    nanoseconds[p] =
+                        time_checks(checks[p], blocks, uint64_t(round) << 32, &found[p]);
             }
             // The same keys each time: a path that found a different number is not used (the
             // count also keeps the compiler from dropping the calls).
-            for (uint32_t p = 1; p < kCheckPaths; p++) agrees[p] = agrees[p] && found[p] == found[0];
+            for (uint32_t p = 1; p < kCheckPaths; p++)
+                agrees[p] = agrees[p] && found[p] == found[0];
             if (round == 0) continue;
-            for (uint32_t p = 0; p < kCheckPaths; p++) ratios[p][round - 1] = nanoseconds[p] / nanoseconds[0];
+            for (uint32_t p = 0; p < kCheckPaths; p++)
+                ratios[p][round - 1] = nanoseconds[p] / nanoseconds[0];
         }
         std::free(blocks);
         result.rounds = kCalibrationRounds;
@@ -441,8 +458,10 @@ CheckCalibration choose_check_path() {
         }
     }
     chosen_block_check = checks[size_t(result.chosen)];
-    result.microseconds =
-        double(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count()) / 1e3;
+    result.microseconds = double(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::steady_clock::now() - start)
+                                     .count()) /
+                          1e3;
     return result;
 }
 

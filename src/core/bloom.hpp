@@ -153,7 +153,8 @@ inline uint64_t block_offset(uint32_t block, uint32_t block_log2) {
 
 // Where a key's block begins in the encoded value: the one place that decides it, for checks of
 // whole values, of slices read from storage, and of index pages.
-inline uint64_t key_block_offset(KeyHash h, uint32_t version, uint32_t blocks, uint32_t block_log2) {
+inline uint64_t key_block_offset(KeyHash h, uint32_t version, uint32_t blocks,
+                                 uint32_t block_log2) {
     return block_offset(block_index(block_hash(h, version), blocks), block_log2);
 }
 inline uint64_t key_block_offset(KeyHash h, const Parameters &p) {
@@ -223,8 +224,8 @@ inline void block_add(uint8_t *block, KeyHash h, uint32_t version, uint32_t hash
 // keys).
 // Bit b of a block is bit (b & 63) of its little-endian 64-bit word b >> 6, which is bit (b & 7)
 // of byte b >> 3: whole-word loads read the same bits as byte loads, with fewer instructions.
-inline bool scalar_block_contains(const uint8_t *block, KeyHash h, uint32_t version, uint32_t hashes,
-                                  uint32_t block_log2) {
+inline bool scalar_block_contains(const uint8_t *block, KeyHash h, uint32_t version,
+                                  uint32_t hashes, uint32_t block_log2) {
     uint64_t all_set = 1;
     for_each_position(h, version, hashes, block_log2, [block, &all_set](uint32_t bit) {
         all_set &= load_u64(block + 8 * (bit >> 6)) >> (bit & 63);
@@ -235,7 +236,8 @@ inline bool scalar_block_contains(const uint8_t *block, KeyHash h, uint32_t vers
 // The check of a version 2 block that stops at the first bit not set. For a block that has to
 // come from memory rather than a cache, such as an index page read once per query, an absent
 // key's check then waits for one or two of the block's cache lines instead of all k.
-inline bool block_contains_stopping(const uint8_t *block, KeyHash h, uint32_t hashes, uint32_t block_log2) {
+inline bool block_contains_stopping(const uint8_t *block, KeyHash h, uint32_t hashes,
+                                    uint32_t block_log2) {
     const uint32_t shift = 64 - block_log2;
     for (uint32_t i = 0; i < hashes; i++) {
         const uint32_t bit = uint32_t((h.low * position_multiplier(i)) >> shift);
@@ -291,7 +293,8 @@ inline BlockCheck block_check(uint32_t version, uint32_t hashes) {
 
 inline bool block_contains(const uint8_t *block, KeyHash h, uint32_t version, uint32_t hashes,
                            uint32_t block_log2) {
-    if (BlockCheck check = block_check(version, hashes)) return check(block, h.low, hashes, block_log2);
+    if (BlockCheck check = block_check(version, hashes))
+        return check(block, h.low, hashes, block_log2);
     return scalar_block_contains(block, h, version, hashes, block_log2);
 }
 
@@ -302,8 +305,8 @@ struct Header {
 };
 
 // Reads and checks the header from the first `available` bytes of an encoded value whose full
-// length is `total_length`: magic, version (1 or 2), parameter ranges, that hashes and block sizes are
-// what size_filter() gives for capacity and error_rate, and that total_length matches. Used by
+// length is `total_length`: magic, version (1 or 2), parameter ranges, that hashes and block sizes
+// are what size_filter() gives for capacity and error_rate, and that total_length matches. Used by
 // every way in, and alone by the slice path, which never reads the whole value.
 Status read_header(const uint8_t *data, size_t available, uint64_t total_length, Header *out);
 
@@ -328,7 +331,8 @@ struct FilterRef {
     BlockCheck check;  // chosen once per filter, not per check; null: scalar_block_contains()
 
     static FilterRef of(uint8_t *data, const Parameters &p) {
-        return FilterRef{data, p.hashes, p.block_log2, p.blocks, p.version, block_check(p.version, p.hashes)};
+        return FilterRef{data,     p.hashes,  p.block_log2,
+                         p.blocks, p.version, block_check(p.version, p.hashes)};
     }
     KeyHash hash(const void *key, size_t length) const { return hash_bytes(version, key, length); }
     uint8_t *block_of(KeyHash h) const {

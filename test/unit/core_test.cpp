@@ -306,28 +306,28 @@ TEST(Hashing, PositionMultipliers) {
 }
 
 TEST(Layout, OneKeyTouchesOneBlock) {
-  for (uint32_t version : {kFormatVersion1, kFormatVersion2}) {
-    Filter f(100000, 0.01, version);
-    ASSERT_GT(f.parameters.blocks, 100u);
-    SeedKey key;
-    for (uint64_t i = 0; i < 200; i++) {
-        std::fill(f.bytes.begin() + kHeaderBytes, f.bytes.end(), 0);
-        KeyHash h = key.hash(i, version);
-        EXPECT_FALSE(f.ref().contains(h));
-        f.ref().add(h);
-        EXPECT_TRUE(f.ref().contains(h));
-        const uint32_t block = block_index(block_hash(h, version), f.parameters.blocks);
-        ASSERT_LT(block, f.parameters.blocks);
-        const uint8_t *start = f.bytes.data() + block_offset(block, f.parameters.block_log2);
-        const uint64_t in_block = popcount_bytes(start, f.parameters.block_bytes());
-        EXPECT_GE(in_block, 1u);
-        EXPECT_LE(in_block, f.parameters.hashes);
-        EXPECT_EQ(popcount_bytes(f.bytes.data() + kHeaderBytes, f.bit_bytes()), in_block);
-        // The header is untouched.
-        EXPECT_EQ(std::vector<uint8_t>(f.bytes.begin(), f.bytes.begin() + kHeaderBytes),
-                  header_by_hand(f.parameters, 0));
+    for (uint32_t version : {kFormatVersion1, kFormatVersion2}) {
+        Filter f(100000, 0.01, version);
+        ASSERT_GT(f.parameters.blocks, 100u);
+        SeedKey key;
+        for (uint64_t i = 0; i < 200; i++) {
+            std::fill(f.bytes.begin() + kHeaderBytes, f.bytes.end(), 0);
+            KeyHash h = key.hash(i, version);
+            EXPECT_FALSE(f.ref().contains(h));
+            f.ref().add(h);
+            EXPECT_TRUE(f.ref().contains(h));
+            const uint32_t block = block_index(block_hash(h, version), f.parameters.blocks);
+            ASSERT_LT(block, f.parameters.blocks);
+            const uint8_t *start = f.bytes.data() + block_offset(block, f.parameters.block_log2);
+            const uint64_t in_block = popcount_bytes(start, f.parameters.block_bytes());
+            EXPECT_GE(in_block, 1u);
+            EXPECT_LE(in_block, f.parameters.hashes);
+            EXPECT_EQ(popcount_bytes(f.bytes.data() + kHeaderBytes, f.bit_bytes()), in_block);
+            // The header is untouched.
+            EXPECT_EQ(std::vector<uint8_t>(f.bytes.begin(), f.bytes.begin() + kHeaderBytes),
+                      header_by_hand(f.parameters, 0));
+        }
     }
-  }
 }
 
 // Pins the bit layout of each version (block choice, positions, byte order of the bits): stored
@@ -344,10 +344,12 @@ TEST(Layout, GoldenEncoding) {
 
 // The reference answer: every one of the key's positions, as block_add() sets them, has its bit
 // set, read one byte at a time.
-bool reference_contains(const uint8_t *block, KeyHash h, uint32_t version, uint32_t hashes, uint32_t block_log2) {
+bool reference_contains(const uint8_t *block, KeyHash h, uint32_t version, uint32_t hashes,
+                        uint32_t block_log2) {
     bool all_set = true;
-    for_each_position(h, version, hashes, block_log2,
-                      [&](uint32_t bit) { all_set = all_set && (block[bit >> 3] >> (bit & 7) & 1) != 0; });
+    for_each_position(h, version, hashes, block_log2, [&](uint32_t bit) {
+        all_set = all_set && (block[bit >> 3] >> (bit & 7) & 1) != 0;
+    });
     return all_set;
 }
 
@@ -367,9 +369,11 @@ TEST(CheckPaths, ScalarLoopMatchesTheReference) {
                 for (uint32_t hashes : {1u, 3u, 7u, 8u, 9u, 14u})
                     for (int i = 0; i < 3000; i++) {
                         KeyHash h{random(), version == kFormatVersion1 ? random() : 0};
-                        ASSERT_EQ(scalar_block_contains(block.data(), h, version, hashes, block_log2),
-                                  reference_contains(block.data(), h, version, hashes, block_log2))
-                            << "version " << version << " hashes " << hashes << " block_log2 " << block_log2;
+                        ASSERT_EQ(
+                            scalar_block_contains(block.data(), h, version, hashes, block_log2),
+                            reference_contains(block.data(), h, version, hashes, block_log2))
+                            << "version " << version << " hashes " << hashes << " block_log2 "
+                            << block_log2;
                     }
         }
     }
@@ -381,7 +385,8 @@ class CheckPathTest : public ::testing::TestWithParam<CheckPath> {
 protected:
     BlockCheck check() {
         BlockCheck check = block_check_for(GetParam());
-        if (check == nullptr) std::printf("this CPU (or build) has no %s path\n", check_path_name(GetParam()));
+        if (check == nullptr)
+            std::printf("this CPU (or build) has no %s path\n", check_path_name(GetParam()));
         return check;
     }
 };
@@ -390,7 +395,8 @@ protected:
 // (so both answers come up), and keys whose bits sit at the block's first and last words.
 TEST_P(CheckPathTest, SameAnswersAsTheScalarLoopOnRandomBlocks) {
     BlockCheck check = this->check();
-    if (check == nullptr) GTEST_SKIP() << "no " << check_path_name(GetParam()) << " path on this CPU";
+    if (check == nullptr)
+        GTEST_SKIP() << "no " << check_path_name(GetParam()) << " path on this CPU";
     std::mt19937_64 random(7);
     for (uint32_t block_log2 : {12u, 13u, 16u}) {
         std::vector<uint8_t> block(size_t(1) << (block_log2 - 3));
@@ -405,10 +411,11 @@ TEST_P(CheckPathTest, SameAnswersAsTheScalarLoopOnRandomBlocks) {
                 for (int i = 0; i < 4000; i++) {
                     KeyHash h{random(), 0};
                     if (i == 0) h.low = 0;  // every position is bit 0
-                    bool expected = scalar_block_contains(block.data(), h, kFormatVersion2, hashes, block_log2);
+                    bool expected =
+                        scalar_block_contains(block.data(), h, kFormatVersion2, hashes, block_log2);
                     ASSERT_EQ(check(block.data(), h.low, hashes, block_log2), expected)
-                        << check_path_name(GetParam()) << " block_log2 " << block_log2 << " fill " << fill
-                        << " hashes " << hashes << " h " << h.low;
+                        << check_path_name(GetParam()) << " block_log2 " << block_log2 << " fill "
+                        << fill << " hashes " << hashes << " h " << h.low;
                     answers[expected]++;
                 }
             }
@@ -447,13 +454,19 @@ TEST(BlockContainsStopping, SameAnswersAsTheScalarLoop) {
             for (uint32_t hashes = 1; hashes <= 16; hashes++)
                 for (int i = 0; i < 2000; i++) {
                     KeyHash h{random(), 0};
-                    const bool expected = scalar_block_contains(block.data(), h, kFormatVersion2, hashes, block_log2);
-                    ASSERT_EQ(block_contains_stopping(block.data(), h, hashes, block_log2), expected)
+                    const bool expected =
+                        scalar_block_contains(block.data(), h, kFormatVersion2, hashes, block_log2);
+                    ASSERT_EQ(block_contains_stopping(block.data(), h, hashes, block_log2),
+                              expected)
                         << "block_log2 " << block_log2 << " fill " << fill << " hashes " << hashes;
                     answers[expected]++;
                 }
-            if (fill > 0.5) EXPECT_GT(answers[1], 0u) << fill;
-            if (fill < 1.0) EXPECT_GT(answers[0], 0u) << fill;
+            if (fill > 0.5) {
+                EXPECT_GT(answers[1], 0u) << fill;
+            }
+            if (fill < 1.0) {
+                EXPECT_GT(answers[0], 0u) << fill;
+            }
         }
     }
 }
@@ -463,7 +476,8 @@ TEST(BlockContainsStopping, SameAnswersAsTheScalarLoop) {
 // answer through FilterRef is the scalar loop's, and no stored key is missed.
 TEST_P(CheckPathTest, SameAnswersAsTheScalarLoopOnFilters) {
     BlockCheck check = this->check();
-    if (check == nullptr) GTEST_SKIP() << "no " << check_path_name(GetParam()) << " path on this CPU";
+    if (check == nullptr)
+        GTEST_SKIP() << "no " << check_path_name(GetParam()) << " path on this CPU";
     std::mt19937_64 random(11);
     uint32_t hashes_seen = 0;
     for (double rate : {0.5, 0.3, 0.15, 0.08, 0.04, 0.02, 0.01, 0.004}) {
@@ -484,10 +498,12 @@ TEST_P(CheckPathTest, SameAnswersAsTheScalarLoopOnFilters) {
             for (int i = 0; i < 20000; i++) {
                 KeyHash h{random(), 0};
                 const bool expected = through_loop.contains(h);
-                ASSERT_EQ(through_path.contains(h), expected) << rate << " " << capacity << " " << h.low;
+                ASSERT_EQ(through_path.contains(h), expected)
+                    << rate << " " << capacity << " " << h.low;
                 positives += expected;
             }
-            EXPECT_GT(positives, 0u) << rate << " " << capacity;  // overfilled: both answers come up
+            EXPECT_GT(positives, 0u)
+                << rate << " " << capacity;  // overfilled: both answers come up
         }
     }
     EXPECT_EQ(hashes_seen, 0x1feu) << "filters of 1 to 8 hashes";
@@ -503,8 +519,8 @@ INSTANTIATE_TEST_SUITE_P(EachPath, CheckPathTest,
 // measure; FilterRef then uses it for the filters it applies to, and the loop for the others.
 TEST(CheckPaths, ChoosesAPathNoSlowerThanScalar) {
     const CheckCalibration calibration = choose_check_path();
-    std::printf("check paths, time relative to scalar (median of %u rounds, %.0f us in all):", calibration.rounds,
-                calibration.microseconds);
+    std::printf("check paths, time relative to scalar (median of %u rounds, %.0f us in all):",
+                calibration.rounds, calibration.microseconds);
     for (uint32_t p = 0; p < kCheckPaths; p++)
         std::printf(" %s %.2f", check_path_name(CheckPath(p)), calibration.relative_time[p]);
     std::printf("; chosen: %s\n", chosen_check_path_name());
@@ -526,8 +542,10 @@ TEST(CheckPaths, ChoosesAPathNoSlowerThanScalar) {
     for (uint32_t version : {kFormatVersion1, kFormatVersion2}) {
         for (double rate : {0.01, 0.001}) {
             Filter f(10000, rate, version);
-            const bool applies = version == kFormatVersion2 && f.parameters.hashes <= kPathMaxHashes;
-            EXPECT_EQ(f.ref().check, applies ? chosen_block_check : nullptr) << version << " " << rate;
+            const bool applies =
+                version == kFormatVersion2 && f.parameters.hashes <= kPathMaxHashes;
+            EXPECT_EQ(f.ref().check, applies ? chosen_block_check : nullptr)
+                << version << " " << rate;
         }
     }
 }
@@ -598,7 +616,8 @@ TEST_P(SeedScenario, NoFalseNegativesAndRateWithinBound) {
     }
 
     uint64_t false_negatives = 0;
-    for (uint64_t i = 0; i < c.capacity; i++) false_negatives += !ref.contains(key.hash(i, c.version));
+    for (uint64_t i = 0; i < c.capacity; i++)
+        false_negatives += !ref.contains(key.hash(i, c.version));
     EXPECT_EQ(false_negatives, 0u);
 
     // Keys of the same shape that were never added.
@@ -621,8 +640,8 @@ TEST_P(SeedScenario, NoFalseNegativesAndRateWithinBound) {
     std::printf(
         "v%u n=%llu p=%g k=%u blocks=%u x %u bits: measured %.6f (%.4f x p) over %llu probes, "
         "estimated %.6f, estimated count %.0f\n",
-        c.version, (unsigned long long)c.capacity, c.error_rate, f.parameters.hashes, f.parameters.blocks,
-        1u << f.parameters.block_log2, measured, measured / c.error_rate,
+        c.version, (unsigned long long)c.capacity, c.error_rate, f.parameters.hashes,
+        f.parameters.blocks, 1u << f.parameters.block_log2, measured, measured / c.error_rate,
         (unsigned long long)c.probes, stats.estimated_error_rate, stats.estimated_count);
 }
 
@@ -643,51 +662,53 @@ INSTANTIATE_TEST_SUITE_P(Rates, SeedScenario,
 TEST(Membership, ErrorRateSweep) {
     const uint64_t n = 200000, probes = 400000;
     for (uint32_t version : {kFormatVersion1, kFormatVersion2})
-    for (double p : {0.9, 0.7, 0.65, 0.5, 0.3, 0.2, 0.1, 0.07, 0.03, 0.02, 0.015, 0.008, 0.005, 0.003, 0.002,
-                     0.0007, 0.0002}) {
-        Filter f(n, p, version);
-        FilterRef ref = f.ref();
-        SeedKey key;
-        for (uint64_t i = 0; i < n; i++) ref.add(key.hash(i, version));
-        Statistics s = statistics(f.bytes.data(), f.header());
-        EXPECT_LE(s.estimated_error_rate, 1.05 * p) << p;
-        uint64_t false_positives = 0;
-        for (uint64_t i = n; i < n + probes; i++) false_positives += ref.contains(key.hash(i, version));
-        const double measured = double(false_positives) / double(probes);
-        EXPECT_NEAR(measured, s.estimated_error_rate,
-                    4 * std::sqrt(s.estimated_error_rate / double(probes)) + 2.0 / double(probes))
-            << p << " v" << version;
-        EXPECT_NEAR(s.estimated_count, double(n), 0.01 * double(n)) << p << " v" << version;
-    }
+        for (double p : {0.9, 0.7, 0.65, 0.5, 0.3, 0.2, 0.1, 0.07, 0.03, 0.02, 0.015, 0.008, 0.005,
+                         0.003, 0.002, 0.0007, 0.0002}) {
+            Filter f(n, p, version);
+            FilterRef ref = f.ref();
+            SeedKey key;
+            for (uint64_t i = 0; i < n; i++) ref.add(key.hash(i, version));
+            Statistics s = statistics(f.bytes.data(), f.header());
+            EXPECT_LE(s.estimated_error_rate, 1.05 * p) << p;
+            uint64_t false_positives = 0;
+            for (uint64_t i = n; i < n + probes; i++)
+                false_positives += ref.contains(key.hash(i, version));
+            const double measured = double(false_positives) / double(probes);
+            EXPECT_NEAR(
+                measured, s.estimated_error_rate,
+                4 * std::sqrt(s.estimated_error_rate / double(probes)) + 2.0 / double(probes))
+                << p << " v" << version;
+            EXPECT_NEAR(s.estimated_count, double(n), 0.01 * double(n)) << p << " v" << version;
+        }
 }
 
 // Keys of other lengths go through other XXH3 code paths: 8-byte integers and 300-byte strings.
 TEST(Membership, OtherKeyShapes) {
     const uint64_t n = 100000, probes = 1000000;
     for (uint32_t version : {kFormatVersion1, kFormatVersion2})
-    for (int shape = 0; shape < 2; shape++) {
-        Filter f(n, 0.01, version);
-        FilterRef ref = f.ref();
-        std::string long_key(300, 'k');
-        auto hash = [&](uint64_t i) {
-            if (shape == 0) {
-                uint8_t bytes[8];
-                put_u64(bytes, i * 0x9e3779b97f4a7c15ull);
-                return ref.hash(bytes, 8);
-            }
-            std::memcpy(&long_key[150], &i, 8);
-            return ref.hash(long_key.data(), long_key.size());
-        };
-        for (uint64_t i = 0; i < n; i++) ref.add(hash(i));
-        uint64_t false_negatives = 0, false_positives = 0;
-        for (uint64_t i = 0; i < n; i++) false_negatives += !ref.contains(hash(i));
-        for (uint64_t i = n; i < n + probes; i++) false_positives += ref.contains(hash(i));
-        EXPECT_EQ(false_negatives, 0u) << shape;
-        const double measured = double(false_positives) / double(probes);
-        EXPECT_LE(measured, 1.05 * 0.01) << shape;
-        std::printf("v%u key shape %s: measured %.6f\n", version, shape == 0 ? "8-byte" : "300-byte",
-                    measured);
-    }
+        for (int shape = 0; shape < 2; shape++) {
+            Filter f(n, 0.01, version);
+            FilterRef ref = f.ref();
+            std::string long_key(300, 'k');
+            auto hash = [&](uint64_t i) {
+                if (shape == 0) {
+                    uint8_t bytes[8];
+                    put_u64(bytes, i * 0x9e3779b97f4a7c15ull);
+                    return ref.hash(bytes, 8);
+                }
+                std::memcpy(&long_key[150], &i, 8);
+                return ref.hash(long_key.data(), long_key.size());
+            };
+            for (uint64_t i = 0; i < n; i++) ref.add(hash(i));
+            uint64_t false_negatives = 0, false_positives = 0;
+            for (uint64_t i = 0; i < n; i++) false_negatives += !ref.contains(hash(i));
+            for (uint64_t i = n; i < n + probes; i++) false_positives += ref.contains(hash(i));
+            EXPECT_EQ(false_negatives, 0u) << shape;
+            const double measured = double(false_positives) / double(probes);
+            EXPECT_LE(measured, 1.05 * 0.01) << shape;
+            std::printf("v%u key shape %s: measured %.6f\n", version,
+                        shape == 0 ? "8-byte" : "300-byte", measured);
+        }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -750,7 +771,7 @@ TEST(Format, WriteEmptyThenValidate) {
 }
 
 class Validation : public ::testing::Test {
-  protected:
+protected:
     Filter f{1000, 0.01};
     Status check() {
         Header header;
@@ -1140,7 +1161,6 @@ TEST(Hex, BadInputs) {
 
 namespace {
 
-
 // Deduplicates as the aggregate does, keeping first occurrences, and compares with sort + unique.
 void expect_deduplication_matches(const std::vector<uint64_t> &input, const char *what) {
     std::vector<uint64_t> slots(HashSet::slots_for(input.size()));
@@ -1153,8 +1173,7 @@ void expect_deduplication_matches(const std::vector<uint64_t> &input, const char
     if (input.size() <= 5000) {  // first occurrences in input order (quadratic: small inputs)
         std::vector<uint64_t> first;
         for (uint64_t h : input)
-            if (std::none_of(first.begin(), first.end(),
-                             [h](uint64_t f) { return f == h; }))
+            if (std::none_of(first.begin(), first.end(), [h](uint64_t f) { return f == h; }))
                 first.push_back(h);
         ASSERT_EQ(kept.size(), first.size()) << what;
         for (size_t i = 0; i < kept.size(); i++)
@@ -1180,7 +1199,8 @@ TEST(HashSet, RandomWithDuplicates) {
         std::vector<uint64_t> pool(std::max<size_t>(1, size / 2));
         for (size_t i = 0; i < pool.size(); i++) {
             pool[i] = random();
-            if (i > 0 && random() % 4 == 0) pool[i] = (pool[i] & ~0xffffull) | (pool[i - 1] & 0xffff);
+            if (i > 0 && random() % 4 == 0)
+                pool[i] = (pool[i] & ~0xffffull) | (pool[i - 1] & 0xffff);
         }
         std::vector<uint64_t> input(size);
         for (auto &h : input) h = pool[random() % pool.size()];
@@ -1207,7 +1227,8 @@ TEST(HashSet, CollidingSlotsAndZero) {
     // Real key hashes, as the auto-sized aggregate sees them.
     SeedKey key;
     std::vector<uint64_t> hashes;
-    for (uint64_t i = 0; i < 200000; i++) hashes.push_back(key.hash(i % 150000, kFormatVersion2).low);
+    for (uint64_t i = 0; i < 200000; i++)
+        hashes.push_back(key.hash(i % 150000, kFormatVersion2).low);
     expect_deduplication_matches(hashes, "the article's keys");
 }
 
@@ -1287,7 +1308,8 @@ TEST(Shards, IndependentOfBlocks) {
     ASSERT_EQ(spread.parameters.blocks, 64u);
     std::vector<uint64_t> per_block(spread.parameters.blocks, 0);
     const uint64_t sample = 64000;
-    for (uint64_t j = 0; j < sample; j++) per_block[block_index(block_hash(key.hash(shard_zero[j]), kFormatVersion), 64)]++;
+    for (uint64_t j = 0; j < sample; j++)
+        per_block[block_index(block_hash(key.hash(shard_zero[j]), kFormatVersion), 64)]++;
     double chi2 = 0;
     for (uint64_t c : per_block) {
         EXPECT_GT(c, 0u);

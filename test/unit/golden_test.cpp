@@ -35,7 +35,8 @@ TEST(GoldenVectors, FileMatchesTheCore) {
     for (int line = 1;; line++) {
         const bool more_a = bool(std::getline(a, line_a)), more_b = bool(std::getline(b, line_b));
         if (!more_a && !more_b) break;
-        ASSERT_EQ(line_a, line_b) << path << " line " << line << " differs from what the core computes";
+        ASSERT_EQ(line_a, line_b) << path << " line " << line
+                                  << " differs from what the core computes";
     }
     FAIL() << path << " differs from what the core computes";
 }
@@ -60,8 +61,8 @@ TEST(GoldenVectors, Coverage) {
         Header header;
         statuses.insert(golden::status_name(validate(bad.bytes.data(), bad.bytes.size(), &header)));
     }
-    for (const char *s : {"truncated", "bad_magic", "unsupported_version", "bad_block_size", "bad_parameters",
-                          "inconsistent_sizing", "bad_length", "too_large", "ok"})
+    for (const char *s : {"truncated", "bad_magic", "unsupported_version", "bad_block_size",
+                          "bad_parameters", "inconsistent_sizing", "bad_length", "too_large", "ok"})
         EXPECT_EQ(statuses.count(s), 1u) << s;
 }
 
