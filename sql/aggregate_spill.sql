@@ -5,7 +5,8 @@
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS bloomfilter;
 RESET client_min_messages;
-\i sql/include/helpers.sql
+\getenv abs_srcdir PG_ABS_SRCDIR
+\i :abs_srcdir/sql/include/helpers.sql
 
 -- 300,000 distinct keys in 7 groups; a group's keys twice over.
 CREATE TABLE spill_input AS
