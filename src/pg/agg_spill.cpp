@@ -10,6 +10,7 @@
 extern "C" {
 #include "access/parallel.h"
 #include "access/xact.h"
+#include "common/file_utils.h"
 #include "commands/tablespace.h"
 #include "executor/nodeHash.h"
 #include "storage/buffile.h"
