@@ -365,6 +365,7 @@ bool exported_for_me(const uint8_t *exported) {
 struct ExportedHashes {
     FileSet fileset;
     BufFile *file;
+    int64 remaining;  // bytes not read yet: from 16 on, a read short of its size is an error
 };
 
 ExportedHashes *open_exported(const uint8_t *exported) {
@@ -372,21 +373,26 @@ ExportedHashes *open_exported(const uint8_t *exported) {
     ExportedHashes *hashes = static_cast<ExportedHashes *>(palloc(sizeof(ExportedHashes)));
     memcpy(&hashes->fileset, exported, sizeof(FileSet));
     hashes->file = BufFileOpenFileSet(&hashes->fileset, kExportedName, O_RDONLY, false);
+    hashes->remaining = BufFileSize(hashes->file);
+    if (hashes->remaining % int64(sizeof(uint64_t)) != 0)
+        ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+                        errmsg("bloom_agg partial state file has a partial hash")));
     return hashes;
 }
 
 size_t read_exported(ExportedHashes *hashes, uint64_t *batch, size_t capacity) {
     CHECK_FOR_INTERRUPTS();
+    const size_t count = size_t(Min(int64(capacity), hashes->remaining / int64(sizeof(uint64_t))));
+    if (count == 0) return 0;
 #if PG_VERSION_NUM >= 160000
-    const size_t bytes =
-        BufFileReadMaybeEOF(hashes->file, batch, capacity * sizeof(uint64_t), true);
+    BufFileReadExact(hashes->file, batch, count * sizeof(uint64_t));
 #else
-    const size_t bytes = BufFileRead(hashes->file, batch, capacity * sizeof(uint64_t));
+    if (BufFileRead(hashes->file, batch, count * sizeof(uint64_t)) != count * sizeof(uint64_t))
+        ereport(ERROR, (errcode_for_file_access(),
+                        errmsg("could not read bloom_agg partial state file: %m")));
 #endif
-    if (bytes % sizeof(uint64_t) != 0)
-        ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
-                        errmsg("bloom_agg partial state file has a partial hash")));
-    return bytes / sizeof(uint64_t);
+    hashes->remaining -= int64(count * sizeof(uint64_t));
+    return count;
 }
 
 void close_exported(ExportedHashes *hashes) {
