@@ -195,13 +195,17 @@ inline_scan="SELECT count(*) FROM absent_emails WHERE length(email) < 0"
 sql -c "$inline_settings" -c "EXPLAIN (COSTS OFF) $inline_probe" | grep -q 'Nested Loop' \
   || fail "the EXISTS probe is not a nested loop"
 inline=$(timed_queries "$ROUNDS" "$inline_settings" scan="$inline_scan" index="$inline_index" probe="$inline_probe")
-# buffers_per_check QUERY: shared buffers the query touched beyond the scan's, per candidate.
-buffers_per_check() {
+# shared_hits QUERY: the shared buffers the query touched.
+shared_hits() {
   local plan
   plan=$(sql -c "$inline_settings" -c "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, FORMAT JSON) $1")
   python3 -c 'import json, sys; print(json.loads(sys.argv[1])[0]["Plan"]["Shared Hit Blocks"])' "$plan"
 }
-scan_buffers=$(buffers_per_check "$inline_scan")
+scan_buffers=$(shared_hits "$inline_scan")
+# buffers_per_check QUERY: the shared buffers it touched beyond the scan's, per candidate.
+buffers_per_check() {
+  awk -v a="$(shared_hits "$1")" -v s="$scan_buffers" 'BEGIN {printf "%.2f", (a - s) / 200000}'
+}
 # per_check_us "SCAN_MS..." "QUERY_MS...": microseconds per candidate beyond the scan, round by round.
 per_check_us() {
   paste <(tr -s ' ' '\n' <<<"$1" | grep .) <(tr -s ' ' '\n' <<<"$2" | grep .) \
@@ -214,8 +218,8 @@ index_us=$(median $index_runs)
 # shellcheck disable=SC2086
 probe_us=$(median $probe_runs)
 index_ratio=$(median_ratio "$probe_runs" "$index_runs")
-index_buffers=$(awk -v a="$(buffers_per_check "$inline_index")" -v s="$scan_buffers" 'BEGIN {printf "%.2f", (a - s) / 200000}')
-probe_buffers=$(awk -v a="$(buffers_per_check "$inline_probe")" -v s="$scan_buffers" 'BEGIN {printf "%.2f", (a - s) / 200000}')
+index_buffers=$(buffers_per_check "$inline_index")
+probe_buffers=$(buffers_per_check "$inline_probe")
 echo "inside a statement, per absent email: bloom_index_contains $index_us us ($index_buffers shared buffers)," \
   "unique-index probe $probe_us us ($probe_buffers shared buffers); the backend waited for a CPU $(waited_share "$inline") of the time"
 row "a) in a statement: unique-index probe us / bloom_index_contains us" "$index_ratio" ">=" 4

@@ -10,8 +10,10 @@ extern "C" {
 #include "catalog/pg_partitioned_table.h"
 #include "executor/executor.h"
 #include "nodes/nodeFuncs.h"
+#include "miscadmin.h"
 #include "optimizer/optimizer.h"
 #include "utils/acl.h"
+#include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -279,6 +281,20 @@ IndexCheck *index_check(Relation index) {
     MemoryContextSwitchTo(previous);
     check->in_use = false;
     return check;
+}
+
+AsOwner enter_as_owner(Oid owner) {
+    AsOwner saved;
+    GetUserIdAndSecContext(&saved.caller, &saved.security_context);
+    SetUserIdAndSecContext(owner, saved.security_context | SECURITY_RESTRICTED_OPERATION);
+    saved.guc_level = NewGUCNestLevel();
+    restrict_search_path();
+    return saved;
+}
+
+void leave_as_owner(const AsOwner &saved) {
+    AtEOXact_GUC(false, saved.guc_level);
+    SetUserIdAndSecContext(saved.caller, saved.security_context);
 }
 
 // Answers reveal whether a value is in the indexed columns: the caller needs SELECT on them,

@@ -58,6 +58,19 @@ IndexCheck *index_check(Relation index);
 // The index's expressions (Anum_pg_index_indexprs) or predicate (Anum_pg_index_indpred) as
 // stored in pg_index, unplanned, or null.
 Node *stored_index_expression(Relation index, AttrNumber attribute);
+// The table owner's code (an index's expression or predicate) run on the caller's behalf: as
+// the owner, in a security-restricted operation, with search_path = pg_catalog, pg_temp, as
+// PostgreSQL 17 runs it for REINDEX or VACUUM, never with the caller's rights or schemas.
+// enter_as_owner switches, leave_as_owner switches back; an error in between is undone by the
+// (sub)transaction's abort.
+struct AsOwner {
+    Oid caller;
+    int security_context;
+    int guc_level;
+};
+AsOwner enter_as_owner(Oid owner);
+void leave_as_owner(const AsOwner &saved);
+
 // Errors unless the caller may learn what the index holds (42501).
 void check_may_read(Relation index, const IndexCheck *check, const char *function);
 

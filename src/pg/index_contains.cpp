@@ -248,8 +248,7 @@ IndexCheck *open_for_check(FunctionCallInfo fcinfo, Oid index_oid, Oid value_typ
 
 // The index's expression of a value of its column, evaluated in the check's per-tuple memory
 // (reset by the caller). The expression's functions are the table owner's code: they run as the
-// owner, in a security-restricted operation, with search_path = pg_catalog, pg_temp, as
-// PostgreSQL 17 runs them for REINDEX or VACUUM, never with the caller's rights or schemas.
+// owner (enter_as_owner).
 Datum evaluate_expression(IndexCheck *check, Datum column_value, bool *is_null) {
     TupleTableSlot *slot = check->slot;
     ExecClearTuple(slot);
@@ -261,12 +260,7 @@ Datum evaluate_expression(IndexCheck *check, Datum column_value, bool *is_null) 
     slot->tts_isnull[check->column - 1] = false;
     ExecStoreVirtualTuple(slot);
     GetPerTupleExprContext(check->estate)->ecxt_scantuple = slot;
-    Oid caller;
-    int security_context;
-    GetUserIdAndSecContext(&caller, &security_context);
-    SetUserIdAndSecContext(check->heap_owner, security_context | SECURITY_RESTRICTED_OPERATION);
-    const int guc_level = NewGUCNestLevel();
-    restrict_search_path();
+    const AsOwner saved = enter_as_owner(check->heap_owner);
     MemoryContext previous = MemoryContextSwitchTo(GetPerTupleMemoryContext(check->estate));
     Datum key;
     check->in_use = true;
@@ -280,8 +274,7 @@ Datum evaluate_expression(IndexCheck *check, Datum column_value, bool *is_null) 
     PG_END_TRY();
     check->in_use = false;
     MemoryContextSwitchTo(previous);
-    AtEOXact_GUC(false, guc_level);
-    SetUserIdAndSecContext(caller, security_context);
+    leave_as_owner(saved);
     return key;
 }
 

@@ -75,19 +75,11 @@ int64 verify_leaf(Relation index) {
         predicate != nullptr ? make_ands_implicit(reinterpret_cast<Expr *>(predicate)) : NIL;
     info->ii_Concurrent = true;  // an MVCC snapshot's rows, as amcheck's heapallindexed
     VerifyState state{heap, 0};
-    // The expression and predicate are the owner's code: run as the owner, in a
-    // security-restricted operation with a safe search_path, as a check runs them.
-    Oid caller;
-    int security_context;
-    GetUserIdAndSecContext(&caller, &security_context);
-    SetUserIdAndSecContext(heap->rd_rel->relowner,
-                           security_context | SECURITY_RESTRICTED_OPERATION);
-    const int guc_level = NewGUCNestLevel();
-    restrict_search_path();
+    // The expression and predicate are the owner's code (enter_as_owner).
+    const AsOwner saved = enter_as_owner(heap->rd_rel->relowner);
     TableScanDesc scan = table_beginscan_strat(heap, snapshot, 0, nullptr, true, true);
     table_index_build_scan(heap, index, info, true, false, verify_callback, &state, scan);
-    AtEOXact_GUC(false, guc_level);
-    SetUserIdAndSecContext(caller, security_context);
+    leave_as_owner(saved);
     UnregisterSnapshot(snapshot);
     table_close(heap, NoLock);
     return state.rows;
