@@ -17,14 +17,15 @@ OBJS = $(CORE_OBJS) src/pg/glue.o src/pg/bloom_type.o src/pg/bloom_ops.o \
        src/pg/index_hash.o src/pg/init.o
 DATA = bloomfilter--1.0.sql bloomfilter--1.0--1.1.sql bloomfilter--1.1--1.2.sql \
        bloomfilter--1.2--1.3.sql bloomfilter--1.3.sql bloomfilter--1.3--1.4.sql \
-       bloomfilter--1.4--2.0.sql bloomfilter--2.0.sql bloomfilter--2.0--2.1.sql
+       bloomfilter--1.4--2.0.sql bloomfilter--2.0.sql bloomfilter--2.0--2.1.sql \
+       bloomfilter--2.1--2.2.sql
 REGRESS = million_emails types functions aggregates aggregate_nulls aggregate_memory aggregate_spill storage formats errors \
-          maintained privileges security index index_build index_privileges index_partitions index_owner_code signup
+          maintained privileges security index index_build index_privileges index_partitions index_owner_code index_reader_code signup
 REGRESS_OPTS = --outputdir=$(CURDIR)/build/regress
 # Isolation specs (specs/*.spec, expected/*.out): checks interleaved with concurrent DDL and
 # inserts. `make installcheck` runs them after REGRESS.
 ISOLATION = reindex_concurrently drop_index_concurrently attach_partition detach_partition \
-            create_index_concurrently insert_during_check
+            create_index_concurrently insert_during_check revoke_during_check
 ISOLATION_OPTS = --load-extension=bloomfilter --outputdir=$(CURDIR)/build/isolation
 
 PG_CONFIG ?= pg_config

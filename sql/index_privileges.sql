@@ -115,7 +115,10 @@ BEGIN
   RETURN pg_catalog.lower(t);
 END $$;
 SET search_path = regress_bloom_planted, pg_catalog, public;
+-- The expression calls the owner's function: a reader who is not the owner is refused (42501)
+-- before anything runs, and checks the key it computed itself instead.
 SELECT bloom_index_contains('regress_bloom_victim.accounts_normalized', 'USER1@mail.com') AS found;
+SELECT bloom_index_contains_key('regress_bloom_victim.accounts_normalized', pg_catalog.lower('USER1@mail.com')) AS found_key;
 -- Nor when the index's expressions are first loaded in a session by such a reader: the relcache
 -- then inlines the owner's SQL function with the reader's search_path (here into a planted
 -- function declared immutable), and a check evaluates the expression as stored instead.

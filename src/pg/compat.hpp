@@ -19,6 +19,7 @@ extern "C" {
 extern "C" {
 #include "access/toast_internals.h"
 #include "catalog/pg_namespace.h"
+#include "nodes/nodeFuncs.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/guc.h"
@@ -64,6 +65,18 @@ inline AclResult schema_aclcheck(Oid schema, Oid role, AclMode mode) {
     return object_aclcheck(NamespaceRelationId, schema, role, mode);
 #else
     return pg_namespace_aclcheck(schema, role, mode);
+#endif
+}
+
+// expression_tree_walker with a typed walker: PostgreSQL 15 declares the walker `bool (*)()`.
+using ExpressionWalker = bool (*)(Node *, void *);
+inline bool walk_expression(Node *node, ExpressionWalker walker, void *context) {
+#if PG_VERSION_NUM >= 160000
+    return expression_tree_walker(node, walker, context);
+#else
+    // Through void (*)(), the generic function pointer type GCC casts without a warning.
+    return expression_tree_walker(
+        node, reinterpret_cast<bool (*)()>(reinterpret_cast<void (*)()>(walker)), context);
 #endif
 }
 }  // namespace bloomfilter

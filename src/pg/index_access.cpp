@@ -6,8 +6,12 @@ extern "C" {
 #include "access/relation.h"
 #include "access/table.h"
 #include "catalog/index.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_inherits.h"
+#include "catalog/pg_language.h"
 #include "catalog/pg_partitioned_table.h"
+#include "catalog/pg_proc.h"
+#include "access/transam.h"
 #include "executor/executor.h"
 #include "nodes/nodeFuncs.h"
 #include "miscadmin.h"
@@ -19,6 +23,7 @@ extern "C" {
 #include "utils/memutils.h"
 #include "utils/rls.h"
 #include "utils/syscache.h"
+#include "utils/varlena.h"
 #include "storage/lmgr.h"
 }
 
@@ -28,18 +33,38 @@ namespace {
 
 HTAB *index_checks;
 
+// REINDEX CONCURRENTLY gives the old index the name `<name>_ccold` (then `_ccold1` ...) when it
+// swaps it with the new one, marks it not valid, and later not ready (no longer maintained).
+bool replaced_by_reindex(Relation index) {
+    const char *suffix = strstr(RelationGetRelationName(index), "_ccold");
+    if (suffix == nullptr) return false;
+    for (suffix += strlen("_ccold"); *suffix != '\0'; suffix++)
+        if (*suffix < '0' || *suffix > '9') return false;
+    return true;
+}
+
 }  // namespace
 
 // An index that is not valid may miss keys: one being built by CREATE INDEX CONCURRENTLY (or
 // left by a failed one), or a partitioned index some partition has no index for. Its "absent"
 // could be wrong, so it answers nothing.
 void check_valid(Relation index) {
+    if (!index->rd_index->indisvalid && replaced_by_reindex(index))
+        ereport(ERROR,
+                (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+                 errmsg("bloomfilter index \"%s\" was replaced by REINDEX CONCURRENTLY",
+                        RelationGetRelationName(index)),
+                 errdetail("The index was named by its OID (a regclass), resolved when the "
+                           "statement was parsed, before the replacement."),
+                 errhint("Retry the transaction; pass the index's name as text to have it "
+                         "resolved at each call.")));
     if (!index->rd_index->indisvalid)
         ereport(ERROR,
                 (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                  errmsg("bloomfilter index \"%s\" is not valid", RelationGetRelationName(index)),
-                 errdetail("It is being built, or was left by a failed CREATE INDEX CONCURRENTLY, "
-                           "or a partition has no index attached to it, and may miss keys."),
+                 errdetail("It is being built or dropped concurrently, or was left by a failed "
+                           "CREATE INDEX CONCURRENTLY, or a partition has no index attached to "
+                           "it, and may miss keys."),
                  errhint("Wait for the build to finish, REINDEX it, or attach an index to "
                          "every partition.")));
 }
@@ -57,15 +82,20 @@ void check_partitions_indexed(Relation index, const IndexCheck *check) {
 
 // The table is locked before its index, as an index scan does (and amcheck): REINDEX, DROP
 // INDEX and DETACH PARTITION CONCURRENTLY wait for the lockers of the table before they stop
-// maintaining an index, so an index read in this transaction stays maintained until it ends, and
-// the first lock of the table in a transaction takes in the invalidations sent before it.
+// maintaining an index. Then the invalidations other sessions sent are taken in, even when this
+// transaction held both locks already (a new lock takes them in, one held does not): on a hot
+// standby nothing waits for this transaction's locks, and the index's state must be the one the
+// primary committed last, not the one this transaction first saw.
 Relation open_bloomfilter_index(Oid index_oid, Oid heap_oid) {
     if (!OidIsValid(heap_oid)) heap_oid = IndexGetRelation(index_oid, true);
     if (OidIsValid(heap_oid)) LockRelationOid(heap_oid, AccessShareLock);
     Relation index = try_relation_open(index_oid, AccessShareLock);
     if (index == nullptr)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
-                        errmsg("relation with OID %u does not exist", index_oid)));
+                        errmsg("relation with OID %u does not exist", index_oid),
+                        errhint("An index's OID (a regclass) is resolved when the statement is "
+                                "parsed; pass its name as text to have it resolved at each call.")));
+    AcceptInvalidationMessages();
     if (!is_bloomfilter_index(index))
         ereport(ERROR,
                 (errcode(ERRCODE_WRONG_OBJECT_TYPE),
@@ -78,6 +108,45 @@ Relation open_bloomfilter_index(Oid index_oid, Oid heap_oid) {
     Assert(CheckRelationOidLockedByMe(heap_oid, AccessShareLock, true));
     check_valid(index);
     return index;
+}
+
+namespace {
+
+// The table of the index a name resolves to is locked before the index, as
+// RangeVarGetRelidExtended calls this before it locks what the name resolved to, and again each
+// time the name resolves to another relation.
+struct NameLock {
+    Oid heap_oid;
+};
+
+void lock_table_first(const RangeVar *, Oid relation, Oid previous, void *arg) {
+    NameLock *locked = static_cast<NameLock *>(arg);
+    if (relation != previous && OidIsValid(locked->heap_oid)) {
+        UnlockRelationOid(locked->heap_oid, AccessShareLock);
+        locked->heap_oid = InvalidOid;
+    }
+    if (!OidIsValid(relation) || OidIsValid(locked->heap_oid)) return;
+    // Not an index: open_bloomfilter_index says so.
+    const Oid heap = IndexGetRelation(relation, true);
+    if (!OidIsValid(heap)) return;
+    LockRelationOid(heap, AccessShareLock);
+    locked->heap_oid = heap;
+}
+
+}  // namespace
+
+Oid index_argument(FunctionCallInfo fcinfo, int argument, Oid *heap_oid) {
+    *heap_oid = InvalidOid;
+    if (get_fn_expr_argtype(fcinfo->flinfo, argument) != TEXTOID) return PG_GETARG_OID(argument);
+    // What other sessions committed before this call, as a SELECT that names a table sees it;
+    // then RangeVarGetRelidExtended takes in those that arrive while it locks.
+    AcceptInvalidationMessages();
+    RangeVar *name = makeRangeVarFromNameList(textToQualifiedNameList(PG_GETARG_TEXT_PP(argument)));
+    NameLock locked{InvalidOid};
+    const Oid index_oid =
+        RangeVarGetRelidExtended(name, AccessShareLock, 0, lock_table_first, &locked);
+    *heap_oid = locked.heap_oid;
+    return index_oid;
 }
 
 // The index's expressions or predicate as stored in pg_index. Not the relcache's copies: those
@@ -153,7 +222,15 @@ bool keyed_by(Oid table, const char *column) {
     HeapTuple tuple = SearchSysCache1(PARTRELID, ObjectIdGetDatum(table));
     if (!HeapTupleIsValid(tuple)) return false;
     const auto *form = reinterpret_cast<Form_pg_partitioned_table>(GETSTRUCT(tuple));
-    const AttrNumber attnum = form->partnatts == 1 ? form->partattrs.values[0] : 0;
+    AttrNumber attnum = form->partnatts == 1 ? form->partattrs.values[0] : 0;
+    // Routing calls the partition key's operator class's support function as the caller: only
+    // one built into PostgreSQL, never code of the table's owner.
+    bool isnull;
+    const Datum classes = SysCacheGetAttr(PARTRELID, tuple, Anum_pg_partitioned_table_partclass,
+                                          &isnull);
+    if (isnull || reinterpret_cast<oidvector *>(DatumGetPointer(classes))->values[0] >=
+                      FirstUnpinnedObjectId)
+        attnum = 0;
     ReleaseSysCache(tuple);
     // The partition is not locked: dropped meanwhile, it has no column, and is not routed to.
     const char *name = attnum != 0 ? get_attname(table, attnum, true) : nullptr;
@@ -222,6 +299,7 @@ void prepare_index_check(IndexCheck *check, Relation index) {
     TupleDesc descriptor = CreateTupleDescCopy(RelationGetDescr(heap));
     table_close(heap, NoLock);
     check->column_type = getBaseType(TupleDescAttr(descriptor, check->column - 1)->atttypid);
+    check->built_in_expression = expression_is_built_in(expressions);
     // Not BuildIndexInfo(): it loads the relcache's copies of the expressions and predicate,
     // which the planner's constant folding makes as whoever loads them, here the caller, running
     // the owner's immutable functions with the caller's rights. FormIndexDatum needs the key's
@@ -281,6 +359,82 @@ IndexCheck *index_check(Relation index) {
     MemoryContextSwitchTo(previous);
     check->in_use = false;
     return check;
+}
+
+namespace {
+
+// Types and functions defined in PostgreSQL's own catalog files (pg_type.dat, pg_proc.dat) have
+// OIDs below FirstUnpinnedObjectId: nothing a role created, nor what initdb ran as SQL.
+bool built_in_type(Oid type) {
+    return OidIsValid(type) && type < FirstUnpinnedObjectId && get_typtype(type) != TYPTYPE_DOMAIN;
+}
+
+bool not_built_in_function(Oid function, void *) {
+    if (!OidIsValid(function) || function >= FirstUnpinnedObjectId) return true;
+    HeapTuple tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(function));
+    if (!HeapTupleIsValid(tuple)) return true;
+    const Oid language = reinterpret_cast<Form_pg_proc>(GETSTRUCT(tuple))->prolang;
+    ReleaseSysCache(tuple);
+    // An SQL function's body is parsed when it runs, with the search_path of the moment.
+    return language != INTERNALlanguageId && language != ClanguageId;
+}
+
+// True when the expression may run code that is not built in: the walker stops there.
+bool runs_other_code(Node *node, void *context) {
+    if (node == nullptr) return false;
+    if (IsA(node, List)) return walk_expression(node, runs_other_code, context);
+    // The column's value is given, not coerced: a domain column is read as its base type.
+    if (IsA(node, Var)) return !built_in_type(getBaseType(reinterpret_cast<Var *>(node)->vartype));
+    switch (nodeTag(node)) {
+        case T_Const:
+        case T_FuncExpr:
+        case T_OpExpr:
+        case T_DistinctExpr:
+        case T_NullIfExpr:
+        case T_ScalarArrayOpExpr:
+        case T_BoolExpr:
+        case T_RelabelType:
+        case T_CoerceViaIO:
+        case T_CollateExpr:
+        case T_CaseExpr:
+        case T_CaseTestExpr:
+        case T_CoalesceExpr:
+        case T_NullTest:
+        case T_BooleanTest:
+        case T_ArrayExpr: break;
+        case T_CaseWhen: return walk_expression(node, runs_other_code, context);
+        // A domain's constraints, a sub-query, a row type, anything else: not known to be safe.
+        default: return true;
+    }
+    if (!built_in_type(exprType(node))) return true;
+    if (check_functions_in_node(node, not_built_in_function, nullptr)) return true;
+    return walk_expression(node, runs_other_code, context);
+}
+
+}  // namespace
+
+bool expression_is_built_in(Node *expression) {
+    return expression != nullptr && !runs_other_code(expression, nullptr);
+}
+
+bool has_owner_privileges(Oid heap_owner) { return has_privs_of_role(GetUserId(), heap_owner); }
+
+void check_may_maintain(Relation index, Oid heap_oid, const char *function) {
+    const Oid user = GetUserId();
+    HeapTuple tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(heap_oid));
+    if (!HeapTupleIsValid(tuple)) elog(ERROR, "cache lookup failed for relation %u", heap_oid);
+    const Oid owner = reinterpret_cast<Form_pg_class>(GETSTRUCT(tuple))->relowner;
+    ReleaseSysCache(tuple);
+    if (has_privs_of_role(user, owner)) return;
+#if PG_VERSION_NUM >= 170000
+    if (pg_class_aclcheck(heap_oid, user, ACL_MAINTAIN) == ACLCHECK_OK) return;
+#endif
+    ereport(ERROR,
+            (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+             errmsg("must be owner of table %s", get_rel_name(heap_oid)),
+             errdetail("%s runs the expression or predicate of index \"%s\", the table owner's "
+                       "code, as the owner: as for REINDEX, only the owner and its members may.",
+                       function, RelationGetRelationName(index))));
 }
 
 AsOwner enter_as_owner(Oid owner) {

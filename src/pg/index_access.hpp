@@ -30,6 +30,9 @@ struct IndexCheck {
     // expression of it is the key.
     bool expression;
     AttrNumber column;  // InvalidAttrNumber: an expression of several columns, or of none
+    // The expression calls only code built into PostgreSQL (expression_is_built_in): any
+    // caller may have it evaluated, as itself. Otherwise only the owner and its members may.
+    bool built_in_expression;
     Oid column_type;    // of the value: the indexed column's, or the expression's column's
     Oid heap_owner;
     IndexInfo *index_info;
@@ -46,9 +49,15 @@ struct PartIndex {
     bool routable;  // a partitioned table, partitioned by the indexed column alone
 };
 
-// Opens a bloomfilter index (AccessShareLock, its table's first) that answers: 42809 if it is not
-// a bloomfilter index, 55000 if it may miss keys. `heap_oid`: its table, when known already.
+// Opens a bloomfilter index (AccessShareLock, its table's first) that answers, with the
+// invalidations other sessions sent taken in: 42809 if it is not a bloomfilter index, 55000 if it
+// may miss keys, 40001 if REINDEX CONCURRENTLY replaced it. `heap_oid`: its table, when known.
 Relation open_bloomfilter_index(Oid index_oid, Oid heap_oid = InvalidOid);
+// The index an argument names: a regclass is an OID resolved when the statement was parsed; a
+// text is a name, resolved now as a statement resolves a table's name: its table and the index
+// locked, the invalidations taken in, and looked up again if they changed what it names. The
+// index's table in *heap_oid.
+Oid index_argument(FunctionCallInfo fcinfo, int argument, Oid *heap_oid);
 // Errors with 55000 when an index may miss keys.
 void check_valid(Relation index);
 // Errors with 55000 when a partitioned index may miss keys: a partition has no index under it.
@@ -73,5 +82,14 @@ void leave_as_owner(const AsOwner &saved);
 
 // Errors unless the caller may learn what the index holds (42501).
 void check_may_read(Relation index, const IndexCheck *check, const char *function);
+// Whether the caller has the table owner's privileges (is the owner, a member of it, or a
+// superuser): the owner's code may then run as the owner on its behalf.
+bool has_owner_privileges(Oid heap_owner);
+// Errors unless the caller may have the owner's code run on rows of the table, as a maintenance
+// command may: its owner or a member of it, or (17 on) a role with MAINTAIN on it (42501).
+void check_may_maintain(Relation index, Oid heap_oid, const char *function);
+// Whether an expression runs nothing but code built into PostgreSQL: functions, operators, casts
+// and types of pg_catalog implemented in C, no domain coercion, no sub-query.
+bool expression_is_built_in(Node *expression);
 
 }  // namespace bloomfilter

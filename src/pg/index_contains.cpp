@@ -13,6 +13,7 @@ extern "C" {
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/partcache.h"
+#include "utils/ruleutils.h"
 #include "storage/lmgr.h"
 #include "utils/inval.h"
 #include "access/xact.h"
@@ -24,6 +25,7 @@ using namespace bloomfilter;
 
 extern "C" {
 PG_FUNCTION_INFO_V1(bloom_index_contains);
+PG_FUNCTION_INFO_V1(bloom_index_contains_key);
 }
 
 namespace {
@@ -106,7 +108,7 @@ class LeafBatch {
 public:
     // Opens a leaf and locates the key's block; a leaf whose blocks span pages is checked at
     // once. Returns false when that check found the key.
-    bool add(Oid index_oid, Oid table_oid, KeyHash h) {
+    bool add(const IndexCheck *check, Oid index_oid, Oid table_oid, KeyHash h) {
         // The partition's table before its index, as for the index checked (see
         // open_bloomfilter_index). A partition dropped since the partitions were listed holds no
         // rows any more: its lock is taken on an OID with nothing behind it.
@@ -114,6 +116,13 @@ public:
         Relation leaf = try_relation_open(index_oid, AccessShareLock);
         if (leaf == nullptr) return true;
         Assert(CheckRelationOidLockedByMe(table_oid, AccessShareLock, true));
+        // Replaced by REINDEX CONCURRENTLY since the partitions were listed (the lock just taken
+        // took the swap in, and marked the list to be worked out again): the caller lists them
+        // again and reads the new index.
+        if (!leaf->rd_index->indisvalid && !check->valid) {
+            index_close(leaf, NoLock);
+            return true;
+        }
         check_valid(leaf);
         Buffer buffer;
         const uint8_t *block = index_locate_block(leaf, h, &buffer);
@@ -177,7 +186,7 @@ bool partitions_contain(const IndexCheck *check, Oid table, bool routable, Oid i
             bool present = false;
             if (part->leaf) {
                 present =
-                    !batch.add(part->index, part->table, h) || (batch.full() && batch.check(h));
+                    !batch.add(check, part->index, part->table, h) || (batch.full() && batch.check(h));
             } else {
                 present = batch.check(h) || partitions_contain(check, part->table, part->routable,
                                                                part->index, column_value, h);
@@ -193,62 +202,57 @@ bool partitions_contain(const IndexCheck *check, Oid table, bool routable, Oid i
     }
 }
 
-// What a call site of bloom_index_contains keeps between its calls (fn_extra): the index's
-// table, and the command in which the caller's privileges were last checked. The executor checks
-// a statement's privileges once; a GRANT or REVOKE, or SET ROLE, in this transaction is a new
-// command, and another transaction's takes effect from this one's next command.
-struct CallSite {
-    Oid index_oid;
-    Oid heap_oid;
-    Oid user;
-    LocalTransactionId transaction;
-    CommandId command;
-};
-
 // Opens the index (its table locked first) and what a check of it needs, once the caller may read
-// it and the value's type can be one of its keys.
-IndexCheck *open_for_check(FunctionCallInfo fcinfo, Oid index_oid, Oid value_type,
-                           Relation *opened) {
-    CallSite *site = static_cast<CallSite *>(fcinfo->flinfo->fn_extra);
-    const bool known = site != nullptr && site->index_oid == index_oid;
-    Relation index = open_bloomfilter_index(index_oid, known ? site->heap_oid : InvalidOid);
+// it and the value's type can be one of its keys. Privileges are checked at every call, as the
+// executor checks a statement's: a REVOKE another session committed, or a GRANT a rolled-back
+// subtransaction made, takes effect at once.
+IndexCheck *open_for_check(FunctionCallInfo fcinfo, const char *function, Oid value_type,
+                           bool key_given, Relation *opened) {
+    Oid heap_oid;
+    const Oid index_oid = index_argument(fcinfo, 0, &heap_oid);
+    Relation index = open_bloomfilter_index(index_oid, heap_oid);
     *opened = index;
-    // A partitioned table's partitions as a SELECT on it in this statement would see them: opening
-    // a table by name takes in other sessions' invalidations even under a lock already held (an
-    // ATTACH PARTITION takes a lock that does not conflict with this transaction's).
-    if (index->rd_rel->relkind == RELKIND_PARTITIONED_INDEX) AcceptInvalidationMessages();
     IndexCheck *check = index_check(index);
-    const Oid user = GetUserId();
-    const LocalTransactionId transaction = local_transaction_id();
-    const CommandId command = GetCurrentCommandId(false);
-    if (!known || site->user != user || site->transaction != transaction ||
-        site->command != command) {
-        check_may_read(index, check, "bloom_index_contains");
-        if (site == nullptr) {
-            site = static_cast<CallSite *>(
-                MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(CallSite)));
-            fcinfo->flinfo->fn_extra = site;
-        }
-        *site = CallSite{index_oid, index->rd_index->indrelid, user, transaction, command};
-    }
+    check_may_read(index, check, function);
     check_partitions_indexed(index, check);
-    if (check->expression && check->column == InvalidAttrNumber)
+    Oid key_type = check->column_type;
+    if (key_given) {
+        key_type = getBaseType(TupleDescAttr(RelationGetDescr(index), 0)->atttypid);
+    } else if (check->expression && check->column == InvalidAttrNumber) {
         ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
                         errmsg("bloom_index_contains needs an index on one column or on an "
                                "expression of one column; \"%s\" is not",
-                               RelationGetRelationName(index))));
-    if (key_family(value_type) != key_family(check->column_type) ||
-        key_family(value_type) == KeyFamily::other)
+                               RelationGetRelationName(index)),
+                        errhint("Pass the key, the expression's value, to "
+                                "bloom_index_contains_key.")));
+    } else if (check->expression && !check->built_in_expression &&
+               !has_owner_privileges(check->heap_owner)) {
+        // The owner's functions would run with the owner's rights on a value the caller chose,
+        // in the caller's session: never for a role that could not run them so itself.
+        ereport(ERROR,
+                (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                 errmsg("bloom_index_contains cannot apply the expression of index \"%s\" for "
+                        "role \"%s\"",
+                        RelationGetRelationName(index), GetUserNameFromId(GetUserId(), false)),
+                 errdetail("The expression %s runs code that is not built into PostgreSQL, "
+                           "which only the table's owner and its members may have run as the "
+                           "owner.",
+                           pg_get_indexdef_columns(RelationGetRelid(index), true)),
+                 errhint("Apply the expression to the value yourself and check the result "
+                         "with bloom_index_contains_key.")));
+    }
+    if (key_family(value_type) != key_family(key_type) || key_family(value_type) == KeyFamily::other)
         ereport(ERROR,
                 (errcode(ERRCODE_DATATYPE_MISMATCH),
                  errmsg("index \"%s\" has keys of type %s, not %s", RelationGetRelationName(index),
-                        format_type_be(check->column_type), format_type_be(value_type))));
+                        format_type_be(key_type), format_type_be(value_type))));
     return check;
 }
 
 // The index's expression of a value of its column, evaluated in the check's per-tuple memory
 // (reset by the caller). The expression's functions are the table owner's code: they run as the
-// owner (enter_as_owner).
+// owner (enter_as_owner) for a caller with the owner's privileges; an expression of built-in code
+// alone runs as the caller, under the same restrictions.
 Datum evaluate_expression(IndexCheck *check, Datum column_value, bool *is_null) {
     TupleTableSlot *slot = check->slot;
     ExecClearTuple(slot);
@@ -260,7 +264,8 @@ Datum evaluate_expression(IndexCheck *check, Datum column_value, bool *is_null) 
     slot->tts_isnull[check->column - 1] = false;
     ExecStoreVirtualTuple(slot);
     GetPerTupleExprContext(check->estate)->ecxt_scantuple = slot;
-    const AsOwner saved = enter_as_owner(check->heap_owner);
+    const AsOwner saved =
+        enter_as_owner(has_owner_privileges(check->heap_owner) ? check->heap_owner : GetUserId());
     MemoryContext previous = MemoryContextSwitchTo(GetPerTupleMemoryContext(check->estate));
     Datum key;
     check->in_use = true;
@@ -322,15 +327,19 @@ bool partitioned_contains(Relation index, IndexCheck *check, Datum value, Oid va
 
 }  // namespace
 
-// bloom_index_contains(index, value): false when no row of the index's table has that key
-// (for an expression index: that the expression gives for the value); true when one probably
-// does. NULL when the expression gives NULL.
-extern "C" Datum bloom_index_contains(PG_FUNCTION_ARGS) {
+namespace {
+
+// Both functions: the check of a value (`key_given` false) or of a key.
+Datum check_index(FunctionCallInfo fcinfo, const char *function, bool key_given) {
     const Oid value_type = get_fn_expr_argtype(fcinfo->flinfo, 1);
     Relation index;
-    IndexCheck *check = open_for_check(fcinfo, PG_GETARG_OID(0), value_type, &index);
+    IndexCheck *check = open_for_check(fcinfo, function, value_type, key_given, &index);
     KeyHash h;
-    const KeyOutcome outcome = key_of(index, check, PG_GETARG_DATUM(1), value_type, &h);
+    KeyOutcome outcome = KeyOutcome::hash;
+    if (key_given)
+        h = hash_key(PG_GETARG_DATUM(1), key_kind_of(value_type), kFormatVersion2);
+    else
+        outcome = key_of(index, check, PG_GETARG_DATUM(1), value_type, &h);
     bool present = false;
     if (outcome == KeyOutcome::hash)
         present = check->partitioned
@@ -339,4 +348,20 @@ extern "C" Datum bloom_index_contains(PG_FUNCTION_ARGS) {
     index_close(index, NoLock);
     if (outcome == KeyOutcome::null) PG_RETURN_NULL();
     PG_RETURN_BOOL(present);
+}
+
+}  // namespace
+
+// bloom_index_contains(index, value): false when no row of the index's table has that key
+// (for an expression index: that the expression gives for the value); true when one probably
+// does. NULL when the expression gives NULL. `index`: a name (text), resolved at each call, or a
+// regclass.
+extern "C" Datum bloom_index_contains(PG_FUNCTION_ARGS) {
+    return check_index(fcinfo, "bloom_index_contains", false);
+}
+
+// bloom_index_contains_key(index, key): the same for a key as the index holds it, the value of
+// an expression index's expression, which is not evaluated.
+extern "C" Datum bloom_index_contains_key(PG_FUNCTION_ARGS) {
+    return check_index(fcinfo, "bloom_index_contains_key", true);
 }

@@ -50,6 +50,8 @@ void verify_callback(Relation index, ItemPointer tid, Datum *values, bool *isnul
 
 // The rows of one leaf index's table, under the transaction's snapshot.
 int64 verify_leaf(Relation index) {
+    // A partition's owner may differ from its parent's.
+    check_may_maintain(index, index->rd_index->indrelid, "bloom_index_verify");
     Relation heap = table_open(index->rd_index->indrelid, AccessShareLock);
     Snapshot snapshot = RegisterSnapshot(GetTransactionSnapshot());
     // An index built while a row's older versions were alive (indcheckxmin) lacks their keys: a
@@ -98,6 +100,7 @@ struct Leaf {
 extern "C" Datum bloom_index_verify(PG_FUNCTION_ARGS) {
     Relation index = open_bloomfilter_index(PG_GETARG_OID(0));
     IndexCheck *check = index_check(index);
+    check_may_maintain(index, check->heap_oid, "bloom_index_verify");
     check_may_read(index, check, "bloom_index_verify");
     int64 rows = 0;
     if (!check->partitioned) {
