@@ -50,14 +50,13 @@ bool replaced_by_reindex(Relation index) {
 // could be wrong, so it answers nothing.
 void check_valid(Relation index) {
     if (!index->rd_index->indisvalid && replaced_by_reindex(index))
-        ereport(ERROR,
-                (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-                 errmsg("bloomfilter index \"%s\" was replaced by REINDEX CONCURRENTLY",
-                        RelationGetRelationName(index)),
-                 errdetail("The index was named by its OID (a regclass), resolved when the "
-                           "statement was parsed, before the replacement."),
-                 errhint("Retry the transaction; pass the index's name as text to have it "
-                         "resolved at each call.")));
+        ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+                        errmsg("bloomfilter index \"%s\" was replaced by REINDEX CONCURRENTLY",
+                               RelationGetRelationName(index)),
+                        errdetail("The index was named by its OID (a regclass), resolved when the "
+                                  "statement was parsed, before the replacement."),
+                        errhint("Retry the transaction; pass the index's name as text to have it "
+                                "resolved at each call.")));
     if (!index->rd_index->indisvalid)
         ereport(ERROR,
                 (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -91,10 +90,11 @@ Relation open_bloomfilter_index(Oid index_oid, Oid heap_oid) {
     if (OidIsValid(heap_oid)) LockRelationOid(heap_oid, AccessShareLock);
     Relation index = try_relation_open(index_oid, AccessShareLock);
     if (index == nullptr)
-        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
-                        errmsg("relation with OID %u does not exist", index_oid),
-                        errhint("An index's OID (a regclass) is resolved when the statement is "
-                                "parsed; pass its name as text to have it resolved at each call.")));
+        ereport(ERROR,
+                (errcode(ERRCODE_UNDEFINED_TABLE),
+                 errmsg("relation with OID %u does not exist", index_oid),
+                 errhint("An index's OID (a regclass) is resolved when the statement is "
+                         "parsed; pass its name as text to have it resolved at each call.")));
     AcceptInvalidationMessages();
     if (!is_bloomfilter_index(index))
         ereport(ERROR,
@@ -226,10 +226,10 @@ bool keyed_by(Oid table, const char *column) {
     // Routing calls the partition key's operator class's support function as the caller: only
     // one built into PostgreSQL, never code of the table's owner.
     bool isnull;
-    const Datum classes = SysCacheGetAttr(PARTRELID, tuple, Anum_pg_partitioned_table_partclass,
-                                          &isnull);
-    if (isnull || reinterpret_cast<oidvector *>(DatumGetPointer(classes))->values[0] >=
-                      FirstUnpinnedObjectId)
+    const Datum classes =
+        SysCacheGetAttr(PARTRELID, tuple, Anum_pg_partitioned_table_partclass, &isnull);
+    if (isnull ||
+        reinterpret_cast<oidvector *>(DatumGetPointer(classes))->values[0] >= FirstUnpinnedObjectId)
         attnum = 0;
     ReleaseSysCache(tuple);
     // The partition is not locked: dropped meanwhile, it has no column, and is not routed to.

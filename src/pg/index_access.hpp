@@ -33,7 +33,7 @@ struct IndexCheck {
     // The expression calls only code built into PostgreSQL (expression_is_built_in): any
     // caller may have it evaluated, as itself. Otherwise only the owner and its members may.
     bool built_in_expression;
-    Oid column_type;    // of the value: the indexed column's, or the expression's column's
+    Oid column_type;  // of the value: the indexed column's, or the expression's column's
     Oid heap_owner;
     IndexInfo *index_info;
     EState *estate;

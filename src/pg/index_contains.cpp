@@ -185,8 +185,8 @@ bool partitions_contain(const IndexCheck *check, Oid table, bool routable, Oid i
             visited = true;
             bool present = false;
             if (part->leaf) {
-                present =
-                    !batch.add(check, part->index, part->table, h) || (batch.full() && batch.check(h));
+                present = !batch.add(check, part->index, part->table, h) ||
+                          (batch.full() && batch.check(h));
             } else {
                 present = batch.check(h) || partitions_contain(check, part->table, part->routable,
                                                                part->index, column_value, h);
@@ -241,7 +241,8 @@ IndexCheck *open_for_check(FunctionCallInfo fcinfo, const char *function, Oid va
                  errhint("Apply the expression to the value yourself and check the result "
                          "with bloom_index_contains_key.")));
     }
-    if (key_family(value_type) != key_family(key_type) || key_family(value_type) == KeyFamily::other)
+    if (key_family(value_type) != key_family(key_type) ||
+        key_family(value_type) == KeyFamily::other)
         ereport(ERROR,
                 (errcode(ERRCODE_DATATYPE_MISMATCH),
                  errmsg("index \"%s\" has keys of type %s, not %s", RelationGetRelationName(index),
