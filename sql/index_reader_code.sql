@@ -63,6 +63,7 @@ BEGIN
 END $$;
 CREATE DOMAIN pg_temp.text AS pg_catalog.text CHECK (pg_temp.payload());
 CREATE VIEW pg_temp.suffixes AS SELECT 'x'::pg_catalog.text AS suffix WHERE pg_temp.payload();
+GRANT SELECT ON pg_temp.suffixes TO PUBLIC;
 \set VERBOSITY default
 -- Through every function of the extension that reads an index: those that would evaluate the
 -- owner's code refuse (42501), with the way to check the key instead; the others run nothing.
