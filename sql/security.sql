@@ -80,8 +80,15 @@ CREATE DATABASE regress_bloom_security_updated TEMPLATE regress_bloom_planted OW
 ---------------------------------------------------------------------------------------------
 -- 1. A fresh install of 1.4 by the database owner.
 \c regress_bloom_security
+-- A database owner can no longer install a 1.x version (a superuser only, since 2.2); a database
+-- its owner installed at 1.4 under an earlier release is made here by a superuser's install
+-- handed to the owner, which is what such a database holds.
 SET SESSION AUTHORIZATION regress_bloom_dbowner;
 CREATE EXTENSION bloomfilter VERSION '1.4';
+RESET SESSION AUTHORIZATION;
+CREATE EXTENSION bloomfilter VERSION '1.4';
+UPDATE pg_extension SET extowner = 'regress_bloom_dbowner'::regrole WHERE extname = 'bloomfilter';
+SET SESSION AUTHORIZATION regress_bloom_dbowner;
 -- The extension's objects belong to the bootstrap superuser, not to the installing owner
 -- (extension.c runs a trusted script as the bootstrap superuser).
 SELECT pg_get_userbyid(e.extowner) AS extension_owner,
@@ -284,8 +291,15 @@ SELECT bloom_filter_drop('su_email'), bloom_filter_drop('su_n'), bloom_filter_dr
 -- 2. Installed at 1.1 (whose scripts bind some planted operators), with a filter, then updated
 -- to 1.4.
 \c regress_bloom_security_updated
+-- A database owner can no longer install a 1.x version (a superuser only, since 2.2); a database
+-- its owner installed at 1.1 under an earlier release is made here by a superuser's install
+-- handed to the owner, which is what such a database holds.
 SET SESSION AUTHORIZATION regress_bloom_dbowner;
 CREATE EXTENSION bloomfilter VERSION '1.1';
+RESET SESSION AUTHORIZATION;
+CREATE EXTENSION bloomfilter VERSION '1.1';
+UPDATE pg_extension SET extowner = 'regress_bloom_dbowner'::regrole WHERE extname = 'bloomfilter';
+SET SESSION AUTHORIZATION regress_bloom_dbowner;
 SELECT count(*) > 0 AS bound_to_planted_at_1_1 FROM pg_depend d
 WHERE d.refclassid = 'pg_operator'::regclass::oid AND d.refobjid IN (SELECT oid FROM pg_operator WHERE oprnamespace = 'public'::regnamespace);
 RESET SESSION AUTHORIZATION;
