@@ -8,13 +8,13 @@
 -- literal, bloom_index_contains('users_email_bloom', $1), takes these; a regclass (an OID
 -- resolved when the statement is parsed) the others.
 CREATE FUNCTION bloom_index_contains(index pg_catalog.text, value pg_catalog.text) RETURNS pg_catalog.bool
-    AS 'MODULE_PATHNAME', 'bloom_index_contains' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_named' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION bloom_index_contains(index pg_catalog.text, value pg_catalog.bytea) RETURNS pg_catalog.bool
-    AS 'MODULE_PATHNAME', 'bloom_index_contains' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_named' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION bloom_index_contains(index pg_catalog.text, value pg_catalog.int8) RETURNS pg_catalog.bool
-    AS 'MODULE_PATHNAME', 'bloom_index_contains' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_named' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION bloom_index_contains(index pg_catalog.text, value pg_catalog.uuid) RETURNS pg_catalog.bool
-    AS 'MODULE_PATHNAME', 'bloom_index_contains' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_named' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION bloom_index_contains(pg_catalog.text, pg_catalog.text) IS 'false: no row of the named index''s table has this key; true: one probably has';
 COMMENT ON FUNCTION bloom_index_contains(pg_catalog.text, pg_catalog.bytea) IS 'false: no row of the named index''s table has this key; true: one probably has';
 COMMENT ON FUNCTION bloom_index_contains(pg_catalog.text, pg_catalog.int8) IS 'false: no row of the named index''s table has this key; true: one probably has';
@@ -24,13 +24,13 @@ COMMENT ON FUNCTION bloom_index_contains(pg_catalog.text, pg_catalog.uuid) IS 'f
 -- caller computed (the expression is not evaluated). For a plain index, the same as
 -- bloom_index_contains.
 CREATE FUNCTION bloom_index_contains_key(index pg_catalog.text, key pg_catalog.text) RETURNS pg_catalog.bool
-    AS 'MODULE_PATHNAME', 'bloom_index_contains_key' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_key_named' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION bloom_index_contains_key(index pg_catalog.text, key pg_catalog.bytea) RETURNS pg_catalog.bool
-    AS 'MODULE_PATHNAME', 'bloom_index_contains_key' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_key_named' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION bloom_index_contains_key(index pg_catalog.text, key pg_catalog.int8) RETURNS pg_catalog.bool
-    AS 'MODULE_PATHNAME', 'bloom_index_contains_key' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_key_named' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION bloom_index_contains_key(index pg_catalog.text, key pg_catalog.uuid) RETURNS pg_catalog.bool
-    AS 'MODULE_PATHNAME', 'bloom_index_contains_key' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_key_named' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION bloom_index_contains_key(index pg_catalog.regclass, key pg_catalog.text) RETURNS pg_catalog.bool
     AS 'MODULE_PATHNAME', 'bloom_index_contains_key' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION bloom_index_contains_key(index pg_catalog.regclass, key pg_catalog.bytea) RETURNS pg_catalog.bool

@@ -135,16 +135,14 @@ void lock_table_first(const RangeVar *, Oid relation, Oid previous, void *arg) {
 
 }  // namespace
 
-Oid index_argument(FunctionCallInfo fcinfo, int argument, Oid *heap_oid) {
-    *heap_oid = InvalidOid;
-    if (get_fn_expr_argtype(fcinfo->flinfo, argument) != TEXTOID) return PG_GETARG_OID(argument);
+Oid resolve_index_name(text *name, Oid *heap_oid) {
     // What other sessions committed before this call, as a SELECT that names a table sees it;
     // then RangeVarGetRelidExtended takes in those that arrive while it locks.
     AcceptInvalidationMessages();
-    RangeVar *name = makeRangeVarFromNameList(textToQualifiedNameList(PG_GETARG_TEXT_PP(argument)));
+    RangeVar *relation = makeRangeVarFromNameList(textToQualifiedNameList(name));
     NameLock locked{InvalidOid};
     const Oid index_oid =
-        RangeVarGetRelidExtended(name, AccessShareLock, 0, lock_table_first, &locked);
+        RangeVarGetRelidExtended(relation, AccessShareLock, 0, lock_table_first, &locked);
     *heap_oid = locked.heap_oid;
     return index_oid;
 }

@@ -53,11 +53,10 @@ struct PartIndex {
 // invalidations other sessions sent taken in: 42809 if it is not a bloomfilter index, 55000 if it
 // may miss keys, 40001 if REINDEX CONCURRENTLY replaced it. `heap_oid`: its table, when known.
 Relation open_bloomfilter_index(Oid index_oid, Oid heap_oid = InvalidOid);
-// The index an argument names: a regclass is an OID resolved when the statement was parsed; a
-// text is a name, resolved now as a statement resolves a table's name: its table and the index
-// locked, the invalidations taken in, and looked up again if they changed what it names. The
-// index's table in *heap_oid.
-Oid index_argument(FunctionCallInfo fcinfo, int argument, Oid *heap_oid);
+// The index a name (as regclass's input takes it) means now, resolved as a statement resolves a
+// table's name: its table and the index locked, the invalidations other sessions sent taken in,
+// and looked up again if they changed what it names. The index's table in *heap_oid.
+Oid resolve_index_name(text *name, Oid *heap_oid);
 // Errors with 55000 when an index may miss keys.
 void check_valid(Relation index);
 // Errors with 55000 when a partitioned index may miss keys: a partition has no index under it.

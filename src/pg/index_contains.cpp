@@ -26,6 +26,8 @@ using namespace bloomfilter;
 extern "C" {
 PG_FUNCTION_INFO_V1(bloom_index_contains);
 PG_FUNCTION_INFO_V1(bloom_index_contains_key);
+PG_FUNCTION_INFO_V1(bloom_index_contains_named);
+PG_FUNCTION_INFO_V1(bloom_index_contains_key_named);
 }
 
 namespace {
@@ -206,10 +208,11 @@ bool partitions_contain(const IndexCheck *check, Oid table, bool routable, Oid i
 // it and the value's type can be one of its keys. Privileges are checked at every call, as the
 // executor checks a statement's: a REVOKE another session committed, or a GRANT a rolled-back
 // subtransaction made, takes effect at once.
-IndexCheck *open_for_check(FunctionCallInfo fcinfo, const char *function, Oid value_type,
-                           bool key_given, Relation *opened) {
-    Oid heap_oid;
-    const Oid index_oid = index_argument(fcinfo, 0, &heap_oid);
+IndexCheck *open_for_check(FunctionCallInfo fcinfo, const char *function, bool by_name,
+                           Oid value_type, bool key_given, Relation *opened) {
+    Oid heap_oid = InvalidOid;
+    const Oid index_oid =
+        by_name ? resolve_index_name(PG_GETARG_TEXT_PP(0), &heap_oid) : PG_GETARG_OID(0);
     Relation index = open_bloomfilter_index(index_oid, heap_oid);
     *opened = index;
     IndexCheck *check = index_check(index);
@@ -330,11 +333,12 @@ bool partitioned_contains(Relation index, IndexCheck *check, Datum value, Oid va
 
 namespace {
 
-// Both functions: the check of a value (`key_given` false) or of a key.
-Datum check_index(FunctionCallInfo fcinfo, const char *function, bool key_given) {
+// Every form: the index by name (text) or OID (regclass), the check of a value (`key_given`
+// false) or of a key.
+Datum check_index(FunctionCallInfo fcinfo, const char *function, bool by_name, bool key_given) {
     const Oid value_type = get_fn_expr_argtype(fcinfo->flinfo, 1);
     Relation index;
-    IndexCheck *check = open_for_check(fcinfo, function, value_type, key_given, &index);
+    IndexCheck *check = open_for_check(fcinfo, function, by_name, value_type, key_given, &index);
     KeyHash h;
     KeyOutcome outcome = KeyOutcome::hash;
     if (key_given)
@@ -355,14 +359,22 @@ Datum check_index(FunctionCallInfo fcinfo, const char *function, bool key_given)
 
 // bloom_index_contains(index, value): false when no row of the index's table has that key
 // (for an expression index: that the expression gives for the value); true when one probably
-// does. NULL when the expression gives NULL. `index`: a name (text), resolved at each call, or a
-// regclass.
+// does. NULL when the expression gives NULL. `index`: a regclass, or a name (text) resolved at
+// each call (the _named entry point).
 extern "C" Datum bloom_index_contains(PG_FUNCTION_ARGS) {
-    return check_index(fcinfo, "bloom_index_contains", false);
+    return check_index(fcinfo, "bloom_index_contains", false, false);
+}
+
+extern "C" Datum bloom_index_contains_named(PG_FUNCTION_ARGS) {
+    return check_index(fcinfo, "bloom_index_contains", true, false);
 }
 
 // bloom_index_contains_key(index, key): the same for a key as the index holds it, the value of
 // an expression index's expression, which is not evaluated.
 extern "C" Datum bloom_index_contains_key(PG_FUNCTION_ARGS) {
-    return check_index(fcinfo, "bloom_index_contains_key", true);
+    return check_index(fcinfo, "bloom_index_contains_key", false, true);
+}
+
+extern "C" Datum bloom_index_contains_key_named(PG_FUNCTION_ARGS) {
+    return check_index(fcinfo, "bloom_index_contains_key", true, true);
 }
