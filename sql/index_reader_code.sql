@@ -33,8 +33,10 @@ END $$;
 -- (b) A function body that names a table unqualified: under the owner's restricted
 -- search_path (pg_catalog, pg_temp) it would resolve to the caller's temporary view.
 CREATE TABLE regress_bloom_rc.suffixes (suffix text);
-CREATE FUNCTION regress_bloom_rc.tagged(t text) RETURNS text LANGUAGE sql IMMUTABLE
-  AS $$SELECT t || coalesce((SELECT min(suffix) FROM suffixes), '')$$;
+CREATE FUNCTION regress_bloom_rc.tagged(t text) RETURNS text LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+  RETURN t || coalesce((SELECT min(suffix) FROM suffixes), '');
+END $$;
 REVOKE EXECUTE ON FUNCTION regress_bloom_rc.norm(text), regress_bloom_rc.tagged(text) FROM PUBLIC;
 CREATE TABLE regress_bloom_rc.accounts (id int, email text, secret text);
 CREATE INDEX accounts_norm ON regress_bloom_rc.accounts USING bloomfilter (regress_bloom_rc.norm(email))
@@ -46,7 +48,7 @@ CREATE INDEX accounts_lower ON regress_bloom_rc.accounts USING bloomfilter (lowe
 CREATE INDEX accounts_tagged_pred ON regress_bloom_rc.accounts USING bloomfilter (email)
   WITH (capacity = 100) WHERE regress_bloom_rc.tagged(email) <> '';
 -- The rows after the indexes: PostgreSQL 17 builds an index with search_path = pg_catalog,
--- pg_temp, where tagged() finds no table; an insert runs it with the owner's.
+-- pg_temp, where tagged() would find no table; an insert runs it with the owner's.
 INSERT INTO regress_bloom_rc.accounts
   SELECT i, 'user' || i || '@mail.com', 'secret ' || i FROM generate_series(1, 100) i;
 RESET search_path;
