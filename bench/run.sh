@@ -27,13 +27,15 @@
 # Every ratio is the median of ratios taken round by round, between runs next to each other in
 # time: on a small shared machine the load of other processes drifts, and adjacent runs see about
 # the same. Knobs: BENCH_LOOKUP_SECONDS (3) and BENCH_LOOKUP_ROUNDS (8) for pgbench, BENCH_ROUNDS
-# (5) for the timed queries of b) and c).
+# (5) for the timed queries of a)'s checks inside a statement, b) and c); BENCH_STOP_AFTER (a
+# section's letter: print the summary so far after it, and stop).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 LOOKUP_SECONDS=${BENCH_LOOKUP_SECONDS:-3}
 LOOKUP_ROUNDS=${BENCH_LOOKUP_ROUNDS:-8}
 ROUNDS=${BENCH_ROUNDS:-5}
+STOP_AFTER=${BENCH_STOP_AFTER:-}
 BUILD_DIR=build/bench
 mkdir -p "$BUILD_DIR"
 started_at=$(date +%s)
@@ -69,7 +71,52 @@ row() {
   summary+=("$1|$2|$3 $4|$(verdict "$2" "$3" "$4")")
 }
 section() { printf '\n== %s\n' "$1"; }
+print_summary() {
+  section "summary ($(( $(date +%s) - started_at )) s, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end)"
+  {
+    echo "what|measured|target|result"
+    printf '%s\n' "${summary[@]}"
+  } | column -t -s'|'
+  local passed targets
+  passed=$(printf '%s\n' "${summary[@]}" | grep -c '|PASS$' || true)
+  targets=$(printf '%s\n' "${summary[@]}" | grep -c -e '|PASS$' -e '|MISS$' || true)
+  echo "$passed of $targets targets met"
+}
+# stop_after LETTER: at the end of a section; with BENCH_STOP_AFTER=LETTER, the summary so far and
+# exit (the EXIT trap removes the cluster).
+stop_after() {
+  [ "$STOP_AFTER" = "$1" ] || return 0
+  print_summary
+  exit 0
+}
 mb() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
+
+# timed_queries ROUNDS SETTINGS LABEL=QUERY ...: in one session, one untimed run of each query,
+# then ROUNDS rounds of all of them in rotating order. Prints "LABEL milliseconds" lines, and
+# "waited milliseconds": how long the backend waited for a CPU over the timed runs. (Here with
+# the helpers: a)'s checks inside a statement call it, as b) and c) do.)
+timed_queries() {
+  local rounds=$1 settings=$2; shift 2
+  local pairs=("$@") n=$# script="" round i pair
+  for pair in "${pairs[@]}"; do
+    script+="SELECT bench_ms(\$q\$${pair#*=}\$q\$) \\g /dev/null"$'\n'
+  done
+  script+="SELECT bench_cpu_wait_ms() AS wait_before \\gset"$'\n'
+  for round in $(seq 1 "$rounds"); do
+    for i in $(seq 0 $(( n - 1 ))); do
+      pair=${pairs[$(( (i + round - 1) % n ))]}
+      script+="SELECT '${pair%%=*}', bench_ms(\$q\$${pair#*=}\$q\$);"$'\n'
+    done
+  done
+  script+="SELECT 'waited', bench_cpu_wait_ms() - :wait_before;"$'\n'
+  sql -F' ' -c "$settings" -f - <<<"$script"
+}
+# times_of OUTPUT LABEL: the LABEL's milliseconds, round by round.
+times_of() { awk -v l="$2" '$1 == l {print $2}' <<<"$1" | xargs; }
+# waited_share OUTPUT: the share of the timed milliseconds the backend spent waiting for a CPU.
+waited_share() {
+  awk '$1 == "waited" {w = $2; next} {t += $2} END { printf "%.0f%%", 100 * w / t }' <<<"$1"
+}
 
 # ---------------------------------------------------------------------------------------------
 # What the benchmarks need beyond what test/bootstrap.sh installs, and the core benchmark.
@@ -128,10 +175,13 @@ echo "keys: user<n>@mail.com, n random in [0, 2000000): half present, half absen
 echo "Each query runs alone (its code and data stay in the CPU caches), one after another in a"
 echo "round, in an order that rotates from round to round; a ratio is taken within each round, so"
 echo "both sides saw about the same load of the shared machine, and the median over rounds is kept."
-lookups=(bloom index index_partitioned select1 unique partitioned row)
+# index: the README's form, the index named by a text literal (resolved at each call);
+# index_regclass: the same check with a regclass (resolved once, when the statement is prepared).
+lookups=(bloom index index_regclass index_partitioned select1 unique partitioned row)
 declare -A lookup_label=(
   [bloom]="bloom_contains(f, email) FROM filters WHERE id = 1"
   [index]="bloom_index_contains('users_email_bloom', email)"
+  [index_regclass]="bloom_index_contains('users_email_bloom'::regclass, email)"
   [index_partitioned]="bloom_index_contains on the 64-partition table's index"
   [select1]="SELECT 1"
   [unique]="EXISTS (... users WHERE email = ...), unique index"
@@ -156,7 +206,9 @@ lookup_round() {
 lookup_round 1 0 >/dev/null  # warm-up
 declare -A lookup_runs
 for round in $(seq 1 "$LOOKUP_ROUNDS"); do
-  while read -r script tps; do lookup_runs[$script]+="$tps "; done < <(lookup_round "$LOOKUP_SECONDS" "$round")
+  # Through a file, not a process substitution, whose subshell a failed pgbench would not stop.
+  lookup_round "$LOOKUP_SECONDS" "$round" >"$BUILD_DIR/lookup_round.txt"
+  while read -r script tps; do lookup_runs[$script]+="$tps "; done <"$BUILD_DIR/lookup_round.txt"
 done
 printf '%-72s %10s   %s\n' "query" "median TPS" "TPS round by round"
 for script in "${lookups[@]}"; do
@@ -177,24 +229,41 @@ row "a) lookup TPS / row-fetch-only TPS (yardstick)" "${lookup_ratio[row]}"
 index_select1=$(median_ratio "${lookup_runs[index]}" "${lookup_runs[select1]}")
 index_unique=$(median_ratio "${lookup_runs[index]}" "${lookup_runs[unique]}")
 index_partitioned=$(median_ratio "${lookup_runs[index_partitioned]}" "${lookup_runs[partitioned]}")
-echo "bloom_index_contains / SELECT 1: $index_select1, / unique probe: $index_unique;" \
+regclass_select1=$(median_ratio "${lookup_runs[index_regclass]}" "${lookup_runs[select1]}")
+regclass_unique=$(median_ratio "${lookup_runs[index_regclass]}" "${lookup_runs[unique]}")
+name_regclass=$(median_ratio "${lookup_runs[index]}" "${lookup_runs[index_regclass]}")
+echo "bloom_index_contains, index by name / SELECT 1: $index_select1   (round by round:" \
+  "$(paired_ratios "${lookup_runs[index]}" "${lookup_runs[select1]}" | xargs))"
+echo "bloom_index_contains, index by name / unique probe: $index_unique;" \
   "on the 64 partitions' indexes / the 64-partition probe: $index_partitioned"
+echo "bloom_index_contains, index as regclass / SELECT 1: $regclass_select1   (round by round:" \
+  "$(paired_ratios "${lookup_runs[index_regclass]}" "${lookup_runs[select1]}" | xargs))"
+echo "bloom_index_contains, index as regclass / unique probe: $regclass_unique;" \
+  "by name / as regclass: $name_regclass"
 row "a) bloom_index_contains TPS / SELECT 1 TPS" "$index_select1" ">=" 0.85
 row "a) bloom_index_contains TPS / unique-index probe TPS" "$index_unique" ">=" 1.25
+row "a) bloom_index_contains(...::regclass) TPS / SELECT 1 TPS (context)" "$regclass_select1"
+row "a) bloom_index_contains by name / by regclass TPS (context)" "$name_regclass"
 row "a) bloom_index_contains, 64-partition index / 64-partition probe TPS" "$index_partitioned" ">=" 4
 
 # The check inside a statement, where no round trip hides its cost: 200,000 absent emails, each
-# checked by bloom_index_contains and by an EXISTS probe of the unique index (a nested loop), the
-# scan's own time subtracted; and the shared buffers each touches per check.
+# checked by bloom_index_contains (the index by name, resolved at each call, and as a regclass) and
+# by an EXISTS probe of the unique index (a nested loop), the scan's own time subtracted; and the
+# shared buffers each touches per check.
 sql -c "CREATE TABLE absent_emails AS SELECT 'ghost' || i || '@mail.com' AS email FROM generate_series(1, 200000) i" \
     -c "VACUUM (FREEZE, ANALYZE) absent_emails" >/dev/null
 inline_settings="SET max_parallel_workers_per_gather = 0; SET enable_hashjoin = off; SET enable_mergejoin = off"
 inline_index="SELECT count(*) FROM absent_emails WHERE bloom_index_contains('users_email_bloom', email)"
+inline_regclass="SELECT count(*) FROM absent_emails WHERE bloom_index_contains('users_email_bloom'::regclass, email)"
 inline_probe="SELECT count(*) FROM absent_emails a WHERE EXISTS (SELECT 1 FROM users u WHERE u.email = a.email)"
 inline_scan="SELECT count(*) FROM absent_emails WHERE length(email) < 0"
 sql -c "$inline_settings" -c "EXPLAIN (COSTS OFF) $inline_probe" | grep -q 'Nested Loop' \
   || fail "the EXISTS probe is not a nested loop"
-inline=$(timed_queries "$ROUNDS" "$inline_settings" scan="$inline_scan" index="$inline_index" probe="$inline_probe")
+# The quoted literal must pick the text overload (resolved at each call), or the two rows would be one.
+sql -c "EXPLAIN (VERBOSE, COSTS OFF) $inline_index" | grep -q "bloom_index_contains('users_email_bloom'::text" \
+  || fail "bloom_index_contains('users_email_bloom', email) does not take the index's name as text"
+inline=$(timed_queries "$ROUNDS" "$inline_settings" scan="$inline_scan" index="$inline_index" \
+  regclass="$inline_regclass" probe="$inline_probe")
 # shared_hits QUERY: the shared buffers the query touched.
 shared_hits() {
   local plan
@@ -212,45 +281,29 @@ per_check_us() {
     | awk 'NF == 2 { printf "%.4f\n", ($2 - $1) * 1000 / 200000 }' | xargs
 }
 index_runs=$(per_check_us "$(times_of "$inline" scan)" "$(times_of "$inline" index)")
+regclass_runs=$(per_check_us "$(times_of "$inline" scan)" "$(times_of "$inline" regclass)")
 probe_runs=$(per_check_us "$(times_of "$inline" scan)" "$(times_of "$inline" probe)")
 # shellcheck disable=SC2086
 index_us=$(median $index_runs)
 # shellcheck disable=SC2086
+regclass_us=$(median $regclass_runs)
+# shellcheck disable=SC2086
 probe_us=$(median $probe_runs)
 index_ratio=$(median_ratio "$probe_runs" "$index_runs")
+regclass_ratio=$(median_ratio "$probe_runs" "$regclass_runs")
 index_buffers=$(buffers_per_check "$inline_index")
+regclass_buffers=$(buffers_per_check "$inline_regclass")
 probe_buffers=$(buffers_per_check "$inline_probe")
-echo "inside a statement, per absent email: bloom_index_contains $index_us us ($index_buffers shared buffers)," \
-  "unique-index probe $probe_us us ($probe_buffers shared buffers); the backend waited for a CPU $(waited_share "$inline") of the time"
+echo "inside a statement, per absent email: bloom_index_contains by name $index_us us ($index_buffers shared buffers)," \
+  "as regclass $regclass_us us ($regclass_buffers shared buffers), unique-index probe $probe_us us" \
+  "($probe_buffers shared buffers); the backend waited for a CPU $(waited_share "$inline") of the time"
+echo "  us per check round by round: by name $index_runs; as regclass $regclass_runs; probe $probe_runs"
 row "a) in a statement: unique-index probe us / bloom_index_contains us" "$index_ratio" ">=" 4
+row "a) in a statement: unique-index probe us / bloom_index_contains(...::regclass) us (context)" "$regclass_ratio"
 row "a) in a statement: shared buffers per check, bloom_index_contains" "$index_buffers" "<=" 1
 row "a) in a statement: shared buffers per check, unique-index probe (context)" "$probe_buffers"
 
-# timed_queries ROUNDS SETTINGS LABEL=QUERY ...: in one session, one untimed run of each query,
-# then ROUNDS rounds of all of them in rotating order. Prints "LABEL milliseconds" lines, and
-# "waited milliseconds": how long the backend waited for a CPU over the timed runs.
-timed_queries() {
-  local rounds=$1 settings=$2; shift 2
-  local pairs=("$@") n=$# script="" round i pair
-  for pair in "${pairs[@]}"; do
-    script+="SELECT bench_ms(\$q\$${pair#*=}\$q\$) \\g /dev/null"$'\n'
-  done
-  script+="SELECT bench_cpu_wait_ms() AS wait_before \\gset"$'\n'
-  for round in $(seq 1 "$rounds"); do
-    for i in $(seq 0 $(( n - 1 ))); do
-      pair=${pairs[$(( (i + round - 1) % n ))]}
-      script+="SELECT '${pair%%=*}', bench_ms(\$q\$${pair#*=}\$q\$);"$'\n'
-    done
-  done
-  script+="SELECT 'waited', bench_cpu_wait_ms() - :wait_before;"$'\n'
-  sql -F' ' -c "$settings" -f - <<<"$script"
-}
-# times_of OUTPUT LABEL: the LABEL's milliseconds, round by round.
-times_of() { awk -v l="$2" '$1 == l {print $2}' <<<"$1" | xargs; }
-# waited_share OUTPUT: the share of the timed milliseconds the backend spent waiting for a CPU.
-waited_share() {
-  awk '$1 == "waited" {w = $2; next} {t += $2} END { printf "%.0f%%", 100 * w / t }' <<<"$1"
-}
+stop_after a
 
 # ---------------------------------------------------------------------------------------------
 section "b) batch check: 1,000,000 candidates (half present) against the stored filter, serial, $ROUNDS rounds"
@@ -282,6 +335,8 @@ echo "bloom_contains / length: $batch_ratio   (round by round:" \
   "$(paired_ratios "$(times_of "$batch_times" bloom)" "$(times_of "$batch_times" length)" | xargs))"
 echo "the backend waited for a CPU $(waited_share "$batch_times") of the time measured"
 row "b) batch bloom_contains time / length() time" "$batch_ratio" "<=" 1.3
+
+stop_after b
 
 # ---------------------------------------------------------------------------------------------
 section "c) builds over users (1,000,000 distinct emails), $ROUNDS rounds"
@@ -419,6 +474,7 @@ row "c) CREATE INDEX bloomfilter / btree time, in memory" "$index_memory_ratio" 
 row "c) CREATE INDEX bloomfilter / btree time, sorted (1MB)" "$index_sorted_ratio" "<=" 0.5
 
 cluster_stop bench
+stop_after c
 
 # ---------------------------------------------------------------------------------------------
 section "d) C++ core vs libbloom and the article's algorithm (Google Benchmark, median of 5 repetitions in random order, CPU time)"
@@ -492,6 +548,8 @@ row "d) core add ns/op" "$(printf '%.1f' "${ns[BM_core_add]}")"
 row "d) core add / libbloom's add" "$(ratio "${ns[BM_core_add]}" "${ns[BM_libbloom_add]}")"
 row "d) core add speedup over the article's" "$(ratio "${ns[BM_article_add]}" "${ns[BM_core_add]}")"
 
+stop_after d
+
 # ---------------------------------------------------------------------------------------------
 section "e) signups at 8 clients: plain INSERT, single-row filter, 64 shards, bloomfilter index (t/006_signups.pl)"
 echo "plain INSERT and INSERT with the bloomfilter index run three times each, alternated; their"
@@ -524,6 +582,8 @@ done
 row "e) false negatives after the concurrent runs" \
   "$(( ${signups_fn[single]} + ${signups_fn[sharded]} + ${signups_fn[index]} + ${signups_fn[reindex]} ))" "<=" 0
 
+stop_after e
+
 section "f) one filter over three nodes (t/007_multinode.pl, MULTINODE_BENCH=1)"
 MULTINODE_BENCH=1 test/run-tap.sh -v t/007_multinode.pl > "$BUILD_DIR/multinode.log" 2>&1 \
   || { tail -40 "$BUILD_DIR/multinode.log"; fail "t/007_multinode.pl failed"; }
@@ -532,6 +592,8 @@ sed -n 's/^# \{0,1\}//p' "$BUILD_DIR/multinode.log" | sed -n '/== build times/,/
 while IFS='|' read -r what measured _ _; do
   row "f) ${what#e) multinode: }" "$measured"
 done < "$BUILD_DIR/multinode.rows"
+
+stop_after f
 
 # ---------------------------------------------------------------------------------------------
 section "g) the Python client: checks in the application (bench/python_client.sh)"
@@ -543,6 +605,8 @@ while IFS='|' read -r what measured target _; do
   # shellcheck disable=SC2086
   if [ "$target" = "-" ] || [ -z "$target" ]; then row "g) $what" "$measured"; else row "g) $what" "$measured" $target; fi
 done < "$BUILD_DIR/python.rows"
+
+stop_after g
 
 # ---------------------------------------------------------------------------------------------
 section "h) the Node.js client: checks in the application (bench/node_client.sh)"
@@ -556,12 +620,5 @@ while IFS='|' read -r what measured target _; do
 done < "$BUILD_DIR/node.rows"
 
 # ---------------------------------------------------------------------------------------------
-section "summary ($(( $(date +%s) - started_at )) s, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end)"
-{
-  echo "what|measured|target|result"
-  printf '%s\n' "${summary[@]}"
-} | column -t -s'|'
-passed=$(printf '%s\n' "${summary[@]}" | grep -c '|PASS$' || true)
-targets=$(printf '%s\n' "${summary[@]}" | grep -c -e '|PASS$' -e '|MISS$' || true)
-echo "$passed of $targets targets met"
+print_summary
 exit 0
