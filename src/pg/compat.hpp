@@ -18,6 +18,7 @@ extern "C" {
 
 extern "C" {
 #include "access/toast_internals.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
 #include "nodes/nodeFuncs.h"
 #include "storage/proc.h"
@@ -67,6 +68,26 @@ inline AclResult schema_aclcheck(Oid schema, Oid role, AclMode mode) {
     return pg_namespace_aclcheck(schema, role, mode);
 #endif
 }
+
+// The search_path as it is now, and whether it still is (for a name resolved under it): a
+// SearchPathMatcher from 17 on, an OverrideSearchPath before.
+#if PG_VERSION_NUM >= 170000
+using SearchPathSnapshot = SearchPathMatcher;
+inline SearchPathSnapshot *search_path_now(MemoryContext context) {
+    return GetSearchPathMatcher(context);
+}
+inline bool search_path_unchanged(SearchPathSnapshot *path) {
+    return SearchPathMatchesCurrentEnvironment(path);
+}
+#else
+using SearchPathSnapshot = OverrideSearchPath;
+inline SearchPathSnapshot *search_path_now(MemoryContext context) {
+    return GetOverrideSearchPath(context);
+}
+inline bool search_path_unchanged(SearchPathSnapshot *path) {
+    return OverrideSearchPathMatchesCurrent(path);
+}
+#endif
 
 // expression_tree_walker with a typed walker: PostgreSQL 15 declares the walker `bool (*)()`.
 using ExpressionWalker = bool (*)(Node *, void *);

@@ -3,6 +3,9 @@
 
 extern "C" {
 #include "access/genam.h"
+#include "access/xact.h"
+#include "access/skey.h"
+#include "access/stratnum.h"
 #include "access/relation.h"
 #include "access/table.h"
 #include "catalog/index.h"
@@ -17,6 +20,7 @@ extern "C" {
 #include "miscadmin.h"
 #include "optimizer/optimizer.h"
 #include "utils/acl.h"
+#include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -25,6 +29,7 @@ extern "C" {
 #include "utils/syscache.h"
 #include "utils/varlena.h"
 #include "storage/lmgr.h"
+#include "storage/sinval.h"
 }
 
 namespace bloomfilter {
@@ -135,15 +140,50 @@ void lock_table_first(const RangeVar *, Oid relation, Oid previous, void *arg) {
 
 }  // namespace
 
-Oid resolve_index_name(text *name, Oid *heap_oid) {
+Oid resolve_index_name(text *name, Oid *heap_oid, ResolvedName **remembered,
+                       MemoryContext context) {
     // What other sessions committed before this call, as a SELECT that names a table sees it;
     // then RangeVarGetRelidExtended takes in those that arrive while it locks.
     AcceptInvalidationMessages();
+    const int length = VARSIZE_ANY_EXHDR(name);
+    ResolvedName *last = *remembered;
+    // The name resolved last time still means the same index when nothing it depends on can have
+    // changed since: no invalidation taken in (another session's catalog change, a standby's
+    // replayed one), no command of this transaction (its own), the same role and search_path, and
+    // both locks still held (a rolled-back subtransaction releases those it took).
+    if (last != nullptr && last->invalidations == SharedInvalidMessageCounter &&
+        last->transaction == local_transaction_id() &&
+        last->command == GetCurrentCommandId(false) && last->user == GetUserId() &&
+        last->length == length && memcmp(last->name, VARDATA_ANY(name), length) == 0 &&
+        search_path_unchanged(last->search_path) &&
+        CheckRelationOidLockedByMe(last->heap_oid, AccessShareLock, true) &&
+        CheckRelationOidLockedByMe(last->index_oid, AccessShareLock, true)) {
+        *heap_oid = last->heap_oid;
+        return last->index_oid;
+    }
     RangeVar *relation = makeRangeVarFromNameList(textToQualifiedNameList(name));
     NameLock locked{InvalidOid};
     const Oid index_oid =
         RangeVarGetRelidExtended(relation, AccessShareLock, 0, lock_table_first, &locked);
     *heap_oid = locked.heap_oid;
+    if (last == nullptr) {
+        last = static_cast<ResolvedName *>(MemoryContextAllocZero(context, sizeof(ResolvedName)));
+        last->memory =
+            AllocSetContextCreate(context, "bloomfilter index name", ALLOCSET_SMALL_SIZES);
+        *remembered = last;
+    } else {
+        MemoryContextReset(last->memory);
+    }
+    last->search_path = search_path_now(last->memory);
+    last->name = static_cast<char *>(MemoryContextAlloc(last->memory, length + 1));
+    memcpy(last->name, VARDATA_ANY(name), length);
+    last->length = length;
+    last->invalidations = SharedInvalidMessageCounter;
+    last->transaction = local_transaction_id();
+    last->command = GetCurrentCommandId(false);
+    last->user = GetUserId();
+    last->index_oid = index_oid;
+    last->heap_oid = locked.heap_oid;
     return index_oid;
 }
 
@@ -453,7 +493,49 @@ void leave_as_owner(const AsOwner &saved) {
 // and a table with row-level security is refused (the filter would answer for every tenant's
 // rows) unless the caller bypasses it. Checked on every call: privileges can change between
 // statements.
+namespace {
+
+// Whether Citus lists the table in pg_catalog.pg_dist_partition: a distributed, reference or
+// Citus local table, whose rows are in shards (tables of their own, with their own indexes), the
+// table itself an empty shell. Read at every call, through its index when there is one.
+bool citus_table(Oid heap_oid) {
+    const Oid catalog = get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE);
+    if (!OidIsValid(catalog)) return false;
+    const AttrNumber column = get_attnum(catalog, "logicalrelid");
+    if (column == InvalidAttrNumber) return false;
+    const Oid by_table =
+        get_relname_relid("pg_dist_partition_logical_relid_index", PG_CATALOG_NAMESPACE);
+    Relation relation = table_open(catalog, AccessShareLock);
+    ScanKeyData key;
+    ScanKeyInit(&key, OidIsValid(by_table) ? 1 : column, BTEqualStrategyNumber, F_OIDEQ,
+                ObjectIdGetDatum(heap_oid));
+    SysScanDesc scan =
+        systable_beginscan(relation, by_table, OidIsValid(by_table), nullptr, 1, &key);
+    const bool listed = HeapTupleIsValid(systable_getnext(scan));
+    systable_endscan(scan);
+    table_close(relation, AccessShareLock);
+    return listed;
+}
+
+}  // namespace
+
+// The index of a Citus table's shell holds none of its rows: its "absent" would be wrong for
+// every key.
+void check_not_distributed(Relation index, Oid heap_oid, const char *function) {
+    if (!citus_table(heap_oid)) return;
+    ereport(ERROR,
+            (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+             errmsg("%s cannot read index \"%s\": table \"%s\" is a Citus table", function,
+                    RelationGetRelationName(index), get_rel_name(heap_oid)),
+             errdetail("Its rows are in its shards, each with its own index; the index here is "
+                       "of the table's shell, which holds no rows."),
+             errhint("Check the index of the shard that holds the key on the node that holds "
+                     "the shard: Citus names it \"%s_<shard id>\".",
+                     RelationGetRelationName(index))));
+}
+
 void check_may_read(Relation index, const IndexCheck *check, const char *function) {
+    check_not_distributed(index, check->heap_oid, function);
     const Oid user = GetUserId();
     // As a query of the table would need: USAGE on its schema (an OID reaches it without one).
     const Oid schema = get_rel_namespace(check->heap_oid);

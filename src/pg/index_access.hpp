@@ -56,7 +56,21 @@ Relation open_bloomfilter_index(Oid index_oid, Oid heap_oid = InvalidOid);
 // The index a name (as regclass's input takes it) means now, resolved as a statement resolves a
 // table's name: its table and the index locked, the invalidations other sessions sent taken in,
 // and looked up again if they changed what it names. The index's table in *heap_oid.
-Oid resolve_index_name(text *name, Oid *heap_oid);
+// *remembered (null at first, allocated in `context`): the last name a call site resolved, reused
+// only while nothing it depends on can have changed.
+struct ResolvedName {
+    uint64 invalidations;  // SharedInvalidMessageCounter when it was resolved
+    LocalTransactionId transaction;
+    CommandId command;
+    Oid user;
+    Oid index_oid;
+    Oid heap_oid;
+    MemoryContext memory;  // the name and the search_path, reset for the next name
+    SearchPathSnapshot *search_path;
+    char *name;
+    int length;
+};
+Oid resolve_index_name(text *name, Oid *heap_oid, ResolvedName **remembered, MemoryContext context);
 // Errors with 55000 when an index may miss keys.
 void check_valid(Relation index);
 // Errors with 55000 when a partitioned index may miss keys: a partition has no index under it.
@@ -79,7 +93,11 @@ struct AsOwner {
 AsOwner enter_as_owner(Oid owner);
 void leave_as_owner(const AsOwner &saved);
 
-// Errors unless the caller may learn what the index holds (42501).
+// Errors with 0A000 when the index's table is a Citus table (distributed, reference or local):
+// the index is its shell's, which holds no rows.
+void check_not_distributed(Relation index, Oid heap_oid, const char *function);
+// Errors unless the caller may learn what the index holds (42501), or when check_not_distributed
+// does.
 void check_may_read(Relation index, const IndexCheck *check, const char *function);
 // Whether the caller has the table owner's privileges (is the owner, a member of it, or a
 // superuser): the owner's code may then run as the owner on its behalf.

@@ -211,8 +211,12 @@ bool partitions_contain(const IndexCheck *check, Oid table, bool routable, Oid i
 IndexCheck *open_for_check(FunctionCallInfo fcinfo, const char *function, bool by_name,
                            Oid value_type, bool key_given, Relation *opened) {
     Oid heap_oid = InvalidOid;
+    // fn_extra: the name this call site resolved last.
     const Oid index_oid =
-        by_name ? resolve_index_name(PG_GETARG_TEXT_PP(0), &heap_oid) : PG_GETARG_OID(0);
+        by_name ? resolve_index_name(PG_GETARG_TEXT_PP(0), &heap_oid,
+                                     reinterpret_cast<ResolvedName **>(&fcinfo->flinfo->fn_extra),
+                                     fcinfo->flinfo->fn_mcxt)
+                : PG_GETARG_OID(0);
     Relation index = open_bloomfilter_index(index_oid, heap_oid);
     *opened = index;
     IndexCheck *check = index_check(index);
