@@ -163,6 +163,14 @@ tap-test:
 test-cassert:
 	test/run-cassert.sh $(PROVE_FLAGS) $(TAP_TESTS)
 
+# Citus (vendored in ../shared/vendor/, built once into a cache by test/citus.sh and installed
+# into the server), then its TAP test, t/015_citus.pl, which `make test` skips without it.
+.PHONY: test-citus
+test-citus:
+	@test/bootstrap.sh citus
+	test/citus.sh
+	test/run-tap.sh $(PROVE_FLAGS) t/015_citus.pl
+
 # Everything but the version matrix; prints what ran on its last line. No package is installed
 # here: `make deps` does that.
 test: all

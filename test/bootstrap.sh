@@ -8,6 +8,10 @@
 #                            $PG_MAJOR (15, this Debian's)
 #   test/bootstrap.sh cassert  also what make test-cassert needs to build PostgreSQL from its
 #                            Debian source package (test/cassert.sh)
+#   test/bootstrap.sh citus  also what test/citus.sh needs to build Citus (vendored, for
+#                            t/015_citus.pl) against the installed server: its columnar storage's
+#                            compression libraries (it is built without libcurl), and the GSSAPI
+#                            headers that Debian's server headers include (libpq/libpq-be.h)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . test/as_root.sh
@@ -41,6 +45,9 @@ if [ "${1:-}" = deb ]; then
 fi
 if [ "${1:-}" = cassert ]; then
   wanted+=(build-essential dpkg-dev bison flex zlib1g-dev)
+fi
+if [ "${1:-}" = citus ]; then
+  wanted+=(build-essential liblz4-dev libzstd-dev libkrb5-dev)
 fi
 packages=()
 for p in "${wanted[@]}"; do
