@@ -489,10 +489,6 @@ void leave_as_owner(const AsOwner &saved) {
     SetUserIdAndSecContext(saved.caller, saved.security_context);
 }
 
-// Answers reveal whether a value is in the indexed columns: the caller needs SELECT on them,
-// and a table with row-level security is refused (the filter would answer for every tenant's
-// rows) unless the caller bypasses it. Checked on every call: privileges can change between
-// statements.
 namespace {
 
 // Whether Citus lists the table in pg_catalog.pg_dist_partition: a distributed, reference or
@@ -507,8 +503,8 @@ bool citus_table(Oid heap_oid) {
         get_relname_relid("pg_dist_partition_logical_relid_index", PG_CATALOG_NAMESPACE);
     Relation relation = table_open(catalog, AccessShareLock);
     ScanKeyData key;
-    ScanKeyInit(&key, OidIsValid(by_table) ? 1 : column, BTEqualStrategyNumber, F_OIDEQ,
-                ObjectIdGetDatum(heap_oid));
+    // The table's column number: systable_beginscan gives an index scan the index's.
+    ScanKeyInit(&key, column, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(heap_oid));
     SysScanDesc scan =
         systable_beginscan(relation, by_table, OidIsValid(by_table), nullptr, 1, &key);
     const bool listed = HeapTupleIsValid(systable_getnext(scan));
@@ -534,6 +530,10 @@ void check_not_distributed(Relation index, Oid heap_oid, const char *function) {
                      RelationGetRelationName(index))));
 }
 
+// Answers reveal whether a value is in the indexed columns: the caller needs SELECT on them,
+// and a table with row-level security is refused (the filter would answer for every tenant's
+// rows) unless the caller bypasses it. Checked on every call: privileges can change between
+// statements.
 void check_may_read(Relation index, const IndexCheck *check, const char *function) {
     check_not_distributed(index, check->heap_oid, function);
     const Oid user = GetUserId();
