@@ -64,6 +64,15 @@ ifdef VPATH
 $(shell mkdir -p $(sort $(dir $(OBJS))))
 endif
 
+# Scripts earlier releases installed that a trusted install must no longer offer (1.3's full
+# script let a database owner install 1.3): `make install` over an older install removes them; a
+# package upgrade removes them itself.
+RETIRED_DATA = bloomfilter--1.3.sql
+.PHONY: remove-retired-data
+install: remove-retired-data
+remove-retired-data:
+	rm -f $(addprefix '$(DESTDIR)$(datadir)/$(datamoduledir)/,$(addsuffix ',$(RETIRED_DATA)))
+
 # pg_regress writes its results there but does not create it.
 installcheck: | build/regress build/isolation
 build/regress build/isolation:
