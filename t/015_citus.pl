@@ -12,6 +12,16 @@
 #      through citus_shards) answers true, and bloom_index_verify checks each shard's rows.
 #   3. bloom_agg(email) over the distributed table, on the coordinator, is byte-identical to
 #      bloom_agg over the same emails in a plain table.
+#   4. users_email_taken(email), a PL/pgSQL function distributed with create_distributed_function
+#      (colocated with users, by its argument): called alone, SELECT users_email_taken('...') on the
+#      coordinator is delegated to the worker holding the email's shard (EXPLAIN names that worker)
+#      and checks that shard's index there: true for the 1,000 registered emails, called by a role
+#      with SELECT on users.email only, false for nearly all of 1,000 never registered. Not
+#      delegated (in another query, in a transaction block without force_delegation, inlined as a
+#      SQL function) it runs on the coordinator and fails with 42P01; privileges the worker checks.
+#   5. A shard moved to the other worker (block_writes) while 4 pgbench writers insert new emails
+#      and a reader checks registered ones through the function: no write lost, no false answer;
+#      the moved shard's index is on its new node, and every email, old and new, answers true.
 # Needs Citus installed into the server (test/citus.sh builds the vendored Citus 13.2.2 and
 # installs it); skipped without it.
 use strict;
@@ -40,12 +50,13 @@ my %worker = map { ($_ => new_node($_, \@settings)) } qw(worker1 worker2);
 my @workers = map { $worker{$_} } sort keys %worker;
 my %by_port = map { ($_->port => $_) } @workers;
 
-# psql on NODE with VERBOSITY=verbose: (SQLSTATE of the first error or 'none', stdout, stderr).
+# psql on NODE with VERBOSITY=verbose, as USER (the bootstrap superuser unless given): (SQLSTATE
+# of the first error or 'none', stdout, stderr).
 sub try_sql {
-	my ($node, $sql) = @_;
+	my ($node, $sql, $user) = @_;
 	my ($stdout, $stderr) = ('', '');
 	$node->psql('postgres', $sql, stdout => \$stdout, stderr => \$stderr, on_error_stop => 1,
-		extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+		extra_params => [ '-v', 'VERBOSITY=verbose', $user ? ('-U', $user) : () ]);
 	my ($code) = $stderr =~ /ERROR:\s+([0-9A-Z]{5}):/;
 	return ($code // 'none', $stdout, $stderr);
 }
@@ -188,6 +199,183 @@ for my $args ('email', 'email, 100000, 0.01') {
 	my $local = $coordinator->safe_psql('postgres', "SELECT md5(bloom_agg($args)::bytea) FROM users_local");
 	is($distributed, $local, "bloom_agg($args) over the distributed table is byte-identical to the plain table's ($local)");
 }
+
+###############################################################################################
+note("4. a check from the coordinator: a distributed function, delegated to the shard's worker");
+# Citus sends `SELECT f(<constant>)`, alone in its statement, to the node holding the shard of
+# the distribution argument (colocate_with), and runs it there; the function finds the shard's
+# index by name at each call (a PL/pgSQL body is not resolved when created: before or after the
+# index, either works). PL/pgSQL, since the planner never inlines it: Citus delegates only the
+# function call it finds after PostgreSQL's planner, and an inlinable SQL function is gone by then
+# (it runs on the coordinator, which holds no shard index: 42P01).
+$coordinator->safe_psql('postgres', q{
+	CREATE FUNCTION users_email_taken(email text) RETURNS boolean LANGUAGE plpgsql STABLE AS $$
+	BEGIN
+		RETURN bloom_index_contains('users_email_bloom_' || get_shard_id_for_distribution_column('users', email), email);
+	END $$;
+	SELECT create_distributed_function('users_email_taken(text)', '$1', colocate_with := 'users');
+	-- The same body as SQL functions: STABLE is not inlined (get_shard_id_for_distribution_column
+	-- is volatile), VOLATILE is.
+	CREATE FUNCTION users_email_taken_sql(email text) RETURNS boolean LANGUAGE sql STABLE AS $$
+		SELECT bloom_index_contains('users_email_bloom_' || get_shard_id_for_distribution_column('users', email), email)
+	$$;
+	CREATE FUNCTION users_email_taken_inlined(email text) RETURNS boolean LANGUAGE sql VOLATILE AS $$
+		SELECT bloom_index_contains('users_email_bloom_' || get_shard_id_for_distribution_column('users', email), email)
+	$$;
+	SELECT create_distributed_function('users_email_taken_sql(text)', '$1', colocate_with := 'users');
+	SELECT create_distributed_function('users_email_taken_inlined(text)', '$1', colocate_with := 'users');
+});
+
+# checked(EMAILS, USER): each email checked by its own statement SELECT users_email_taken(...) on
+# the coordinator, in one session as USER; (answers true, answers false, SQLSTATE or 'none').
+sub checked {
+	my ($emails, $user) = @_;
+	my ($code, $stdout) = try_sql($coordinator, join('', map { "SELECT users_email_taken('$_');\n" } @$emails), $user);
+	my @answers = split /\n/, $stdout;
+	return (scalar(grep { $_ eq 't' } @answers), scalar(grep { $_ eq 'f' } @answers), $code);
+}
+# The same 1,000 registered emails as in 2, and 1,000 never registered.
+my @registered = map { 'user' . (7 + 10 * $_) . '@mail.com' } 0 .. 999;
+my @unregistered = map { "nobody$_\@example.org" } 1 .. 1000;
+
+# A role that is not the owner, with SELECT on the indexed column only (Citus creates the role on
+# the workers and grants the column on each shard): what the check needs on the worker, as a
+# query of the column would, with EXECUTE on the function (PUBLIC's by default).
+$coordinator->safe_psql('postgres', q{
+	CREATE ROLE reader LOGIN;
+	GRANT SELECT (email) ON users TO reader;
+	CREATE ROLE outsider LOGIN;
+});
+my ($true, $false, $code) = checked(\@registered, 'reader');
+is("$true true, $false false, error $code", '1000 true, 0 false, error none',
+	'coordinator, as a role with SELECT on users.email only: users_email_taken answers true for the 1,000 registered emails (no false negative)');
+($true, $false, $code) = checked(\@unregistered);
+is($code, 'none', 'coordinator: users_email_taken answers for 1,000 emails never registered');
+cmp_ok($true, '<=', 10, "coordinator: users_email_taken answers false for nearly all of them ($true of 1000 true)");
+note("never registered: $true of 1000 answered true (false positives)");
+
+# Delegated: EXPLAIN shows the call sent, as is, to the worker holding the email's shard; for one
+# email on each worker.
+for my $w (@workers) {
+	my ($email, $shard) = $checks{ $w->port }[0] =~ /^\('([^']+)', (\d+)\)$/ or die;
+	my $plan = $coordinator->safe_psql('postgres', "EXPLAIN (VERBOSE, COSTS OFF) SELECT users_email_taken('$email')");
+	like($plan, qr/Custom Scan \(Citus Adaptive\).*Task Count: 1.*Query: SELECT public\.users_email_taken\('\Q$email\E'::text\).*Node: host=127\.0\.0\.1 port=${\ $w->port } /s,
+		"coordinator: SELECT users_email_taken('$email') is sent to " . $w->name . ", which holds shard $shard")
+		or diag($plan);
+	note($plan) if $w == $workers[0];
+}
+# Not delegated, it runs on the coordinator and cannot find the shard's index: in another query
+# (Citus delegates only SELECT f(...) alone), in a transaction block (unless force_delegation),
+# and as an inlined SQL function. (Not tried here: SELECT f(x) FROM (VALUES ('...')) v(x), or
+# FROM (SELECT '...' AS x) s, crashes the coordinator's backend (SIGSEGV) in Citus 13.2.2's
+# delegation, for any distributed function that is not inlined.)
+my $user7_shard = $coordinator->safe_psql('postgres', q{SELECT get_shard_id_for_distribution_column('users', 'user7@mail.com')});
+for my $case (
+		[ q{SELECT users_email_taken(email) FROM users_local WHERE email = 'user7@mail.com'}, 'in a query of a table' ],
+		[ q{BEGIN; SELECT users_email_taken('user7@mail.com'); COMMIT;}, 'in a transaction block' ],
+		[ q{SELECT users_email_taken_inlined('user7@mail.com')}, 'as an inlinable (VOLATILE) SQL function' ]) {
+	my ($sql, $what) = @$case;
+	my ($code, $stdout, $stderr) = try_sql($coordinator, $sql);
+	is($code, '42P01', "coordinator: users_email_taken $what is not delegated: 42P01, the shard's index is not there");
+	like($stderr, qr/relation "users_email_bloom_$user7_shard" does not exist/, "coordinator: $what: the error names users_email_bloom_$user7_shard");
+}
+is($coordinator->safe_psql('postgres', q{SELECT users_email_taken_sql('user7@mail.com')}), 't',
+	'coordinator: the same body as a STABLE SQL function (not inlinable) is delegated');
+# force_delegation: delegated in a transaction block too, there seeing the block's own writes.
+$coordinator->safe_psql('postgres',
+	q{SELECT create_distributed_function('users_email_taken(text)', '$1', colocate_with := 'users', force_delegation := true)});
+is($coordinator->safe_psql('postgres', q{BEGIN;
+		SELECT users_email_taken('user7@mail.com');
+		INSERT INTO users (email) VALUES ('late@example.org');
+		SELECT users_email_taken('late@example.org');
+		ROLLBACK;}), "t\nt", 'coordinator, force_delegation: delegated in a transaction block, and sees its uncommitted insert');
+# The body's names are resolved on the worker, in the search_path of Citus's connection, not in
+# the calling session's.
+is($coordinator->safe_psql('postgres', q{SET search_path = pg_catalog; SELECT public.users_email_taken('user7@mail.com')}), 't',
+	'coordinator, search_path = pg_catalog: public.users_email_taken answers true');
+# Privileges: without SELECT on the column the worker refuses; without EXECUTE, likewise.
+($code, my $stdout, my $stderr) = try_sql($coordinator, q{SELECT users_email_taken('user7@mail.com')}, 'outsider');
+is($code, '42501', 'coordinator, as a role without SELECT on users: refused (42501)');
+like($stderr, qr/permission denied for table users.*while executing command on 127\.0\.0\.1/s, 'the worker refuses it: permission denied for table users');
+$coordinator->safe_psql('postgres', q{REVOKE EXECUTE ON FUNCTION users_email_taken(text) FROM PUBLIC;
+	GRANT EXECUTE ON FUNCTION users_email_taken(text) TO reader;
+	GRANT SELECT ON users TO outsider});
+($code, $stdout, $stderr) = try_sql($coordinator, q{SELECT users_email_taken('user7@mail.com')}, 'outsider');
+is($code, '42501', 'coordinator, EXECUTE revoked from PUBLIC: a role with SELECT on users but not EXECUTE is refused (42501)');
+like($stderr, qr/permission denied for function users_email_taken/, 'permission denied for function users_email_taken');
+is($coordinator->safe_psql('postgres', q{SELECT users_email_taken('user7@mail.com')}, extra_params => [ '-U', 'reader' ]), 't',
+	'coordinator: the role granted EXECUTE still gets its answer');
+
+###############################################################################################
+note('5. a shard moved while 4 writers insert and a reader checks');
+# The shard of user7@mail.com, to the other worker. block_writes copies the shard while holding
+# its writes (they wait, then go to the new placement); the default mode replicates logically,
+# which needs wal_level = logical and a primary key or replica identity (users has neither).
+my $moved = $user7_shard;
+my ($from) = grep { $_->port == $placement{$moved} } @workers;
+my ($to) = grep { $_ != $from } @workers;
+my $move = sub {
+	my ($mode) = @_;
+	return "SELECT citus_move_shard_placement($moved, '127.0.0.1', ${\ $from->port }, '127.0.0.1', ${\ $to->port }, shard_transfer_mode := '$mode')";
+};
+($code, $stdout, $stderr) = try_sql($coordinator, $move->('auto'));
+isnt($code, 'none', "the default transfer mode is refused here ($code)");
+note("shard_transfer_mode 'auto': $stderr");
+
+my $dir = PostgreSQL::Test::Utils::tempdir();
+my ($writes, $per_writer) = (4, 300);
+PostgreSQL::Test::Utils::append_to_file("$dir/insert.sql", q{\set n random(1, 1000000000)
+INSERT INTO users (email) VALUES ('new' || :client_id || '.' || :n || '@mail.com');
+});
+# A registered email checked through the function; a false answer ends the reader with an error.
+PostgreSQL::Test::Utils::append_to_file("$dir/check.sql", q{\set n random(1, 10000)
+SELECT users_email_taken('user' || :n || '@mail.com') AS taken \gset
+\if :taken
+\else
+SELECT 'false negative for user' || :n || '@mail.com' AS error, 1 / 0;
+\endif
+});
+my $writers = start_pgbench($coordinator, 'postgres', '-c', $writes, '-t', $per_writer, '-R', 400, '-f', "$dir/insert.sql");
+my $reader = start_pgbench($coordinator, 'postgres', '-c', 1, '-t', 600, '-R', 200, '-f', "$dir/check.sql");
+my $new = q{SELECT count(*) FROM users WHERE email LIKE 'new%'};
+$coordinator->poll_query_until('postgres', "SELECT ($new) >= 100") or die 'the writers do not write';
+my $before = $coordinator->safe_psql('postgres', $new);
+my $started = Time::HiRes::time();
+$coordinator->safe_psql('postgres', $move->('block_writes'));
+my $seconds = Time::HiRes::time() - $started;
+my $after = $coordinator->safe_psql('postgres', $new);
+note(sprintf('moved shard %d from %s to %s (block_writes) in %.2f s; new emails: %d before, %d after', $moved, $from->name, $to->name, $seconds, $before, $after));
+my $total = $writes * $per_writer;
+cmp_ok($after, '<', $total, "the move ended while the writers were writing ($before new emails when it began, $after when it ended, of $total)");
+my ($ok, $out, $err) = finish_pgbench($writers);
+ok($ok && $out =~ m{actually processed: $total/$total} && $out =~ /number of failed transactions: 0 /,
+	"$writes writers: each insert committed ($total)") or diag("$out\n$err");
+($ok, $out, $err) = finish_pgbench($reader);
+ok($ok && $out =~ m{actually processed: 600/600}, 'a reader during the move: 600 checks of registered emails through users_email_taken, all true, no error')
+	or diag("$out\n$err");
+
+is($coordinator->safe_psql('postgres', "SELECT nodeport FROM citus_shards WHERE shardid = $moved"), $to->port, "shard $moved is on " . $to->name);
+is($coordinator->safe_psql('postgres', "SELECT count(*) FROM users WHERE email LIKE 'new%' AND get_shard_id_for_distribution_column('users', email) = $moved") > 0,
+	1, "some of the new emails are in shard $moved");
+# Citus built the shard's indexes on the new node, same names; the old placement is dropped by
+# the cleanup (deferred).
+my ($verified, $shard_rows) = split /\|/, $to->safe_psql('postgres',
+	"SELECT bloom_index_verify('users_email_bloom_$moved'), (SELECT count(*) FROM users_$moved)");
+is($verified, $shard_rows, $to->name . ": the moved shard's index users_email_bloom_$moved is there and checks its $shard_rows rows");
+$coordinator->safe_psql('postgres', 'CALL citus_cleanup_orphaned_resources()');
+is($from->safe_psql('postgres', "SELECT to_regclass('users_email_bloom_$moved') IS NULL AND to_regclass('users_$moved') IS NULL"), 't',
+	$from->name . ': after the cleanup, no copy of the shard or its index is left');
+my $plan = $coordinator->safe_psql('postgres', q{EXPLAIN (VERBOSE, COSTS OFF) SELECT users_email_taken('user7@mail.com')});
+like($plan, qr/Node: host=127\.0\.0\.1 port=${\ $to->port } /, 'coordinator: the check of user7@mail.com is now sent to ' . $to->name);
+
+($true, $false, $code) = checked(\@registered);
+is("$true true, $false false, error $code", '1000 true, 0 false, error none',
+	'coordinator, after the move: the 1,000 registered emails answer true (no false negative)');
+my @inserted = split /\n/, $coordinator->safe_psql('postgres', "SELECT email FROM users WHERE email LIKE 'new%'");
+is(scalar(@inserted), $total, "users holds the $total emails the writers inserted (none lost in the move)");
+($true, $false, $code) = checked(\@inserted);
+is("$true true, $false false, error $code", scalar(@inserted) . ' true, 0 false, error none',
+	'coordinator: each email the writers inserted (' . scalar(@inserted) . ') answers true');
 
 $_->stop for $coordinator, @workers;
 done_testing();
