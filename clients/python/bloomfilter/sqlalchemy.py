@@ -13,6 +13,16 @@ extension's functions with their SQL types (Boolean for the checks, Bloom for th
 
     session.scalar(select(bloom_index_contains("users_email_bloom", "a@b.c")))   # a bool
 
+A Bloom attribute of a mapped class tracks its filter's changes in place: its values are
+MutableFilter (a Filter subclass), whose add() and update() mark the row changed, so
+
+    snapshot.f.add("a@b.c")
+    session.commit()                  # UPDATE ... SET f = ...
+
+stores the key. A plain Filter assigned to the attribute is copied into a MutableFilter (change it
+through the attribute afterwards), and assigning the same filter again (snapshot.f = snapshot.f)
+always counts as a change.
+
 Importing the module also types func.bloom_index_contains(...), func.bloom_contains(...)
 (Boolean) and func.bloom_agg(...), func.bloom_union_agg(...), func.bloom_index_filter(...),
 func.bloom_empty(...), func.bloom_add(...), func.bloom_union(...) (Bloom). Values cross the
@@ -20,30 +30,99 @@ driver in the text form, so no driver adapter is needed (psycopg2, psycopg 3, as
 registered with bloomfilter.psycopg or bloomfilter.asyncpg is fine too).
 """
 
+import weakref
+
 from sqlalchemy import Boolean, cast
+from sqlalchemy.ext.mutable import Mutable
+from sqlalchemy.sql.elements import ClauseElement
 from sqlalchemy.sql.functions import GenericFunction
 from sqlalchemy.types import UserDefinedType
 
 from ._core import Filter
 
-__all__ = ["Bloom", "bloom_index_contains", "bloom_contains", "bloom_agg", "bloom_union_agg",
-           "bloom_index_filter", "bloom_empty", "bloom_add", "bloom_union"]
+__all__ = ["Bloom", "MutableFilter", "bloom_index_contains", "bloom_contains", "bloom_agg",
+           "bloom_union_agg", "bloom_index_filter", "bloom_empty", "bloom_add", "bloom_union"]
+
+
+class MutableFilter(Mutable, Filter):
+    """A Filter that tells the ORM when it changes in place: add() and update() mark the rows
+    whose Bloom attribute holds it as changed (sqlalchemy.ext.mutable), so the next flush sends
+    their UPDATE. The values of Bloom columns; Filter itself has no such hook, and its add() and
+    checks cost the same as before."""
+
+    def add(self, key):
+        Filter.add(self, key)
+        if self._parents:            # held by no mapped object: nothing to mark
+            self.changed()
+        return self
+
+    def update(self, keys):
+        # Filter.add for each key and one changed() for them all (also when a key is refused
+        # halfway: the keys before it were added).
+        add = Filter.add
+        try:
+            for key in keys:
+                add(self, key)
+        finally:
+            if self._parents:
+                self.changed()
+        return self
+
+    @classmethod
+    def coerce(cls, key, value):
+        """The value an attribute holds for what is assigned (or loaded): a Filter is copied into
+        a MutableFilter; a SQL expression (snapshot.f = bloom_add(Snapshot.f, k)) is kept for the
+        flush to send."""
+        if value is None or isinstance(value, cls):
+            return value
+        if isinstance(value, Filter):
+            return cls(value.to_bytes())
+        if isinstance(value, ClauseElement) or hasattr(value, "__clause_element__"):
+            return _Expression(value)
+        raise TypeError("a Bloom value is a bloomfilter.Filter, not %s" % type(value).__name__)
+
+    def __reduce__(self):
+        # Pickled as its byte format, and a MutableFilter again (the ORM re-attaches it to the
+        # objects it belongs to when they are unpickled).
+        return (MutableFilter.from_bytes, (self.to_bytes(),))
+
+
+class _Expression:
+    """A SQL expression assigned to a Bloom attribute, as the flush takes it (__clause_element__),
+    with the _parents a mutable attribute's value must have."""
+
+    __slots__ = ("expression", "_parents", "__weakref__")
+
+    def __init__(self, expression):
+        self.expression = expression
+        self._parents = weakref.WeakKeyDictionary()
+
+    def __clause_element__(self):
+        expression = self.expression
+        if hasattr(expression, "__clause_element__"):
+            return expression.__clause_element__()
+        return expression
 
 
 def _to_filter(value):
-    if value is None or isinstance(value, Filter):
+    if value is None or isinstance(value, MutableFilter):
         return value
+    if isinstance(value, Filter):
+        return MutableFilter(value.to_bytes())
     if isinstance(value, str):
-        return Filter.from_text(value)
+        return MutableFilter.from_text(value)
     if isinstance(value, (bytes, bytearray, memoryview)):
         data = bytes(value)
         # The text form as bytes (a driver's SQL_ASCII text), else the byte format.
-        return Filter.from_text(data) if data.startswith(b"\\x") else Filter.from_bytes(data)
+        if data.startswith(b"\\x"):
+            return MutableFilter.from_text(data)
+        return MutableFilter.from_bytes(data)
     raise TypeError("a Bloom value is a bloomfilter.Filter, not %s" % type(value).__name__)
 
 
 class Bloom(UserDefinedType):
-    """The extension's bloom type: Python values are bloomfilter.Filter."""
+    """The extension's bloom type: Python values are bloomfilter.Filter (MutableFilter as read,
+    and in mapped attributes, which track their changes in place)."""
 
     cache_ok = True
 
@@ -65,6 +144,14 @@ class Bloom(UserDefinedType):
 
     def result_processor(self, dialect, coltype):
         return _to_filter
+
+    def compare_values(self, x, y):
+        # The ORM's test for "changed" when an attribute was assigned: the same filter assigned
+        # again may have changed in place since it was loaded (its old bytes are gone), so it
+        # counts as changed; distinct filters are compared by their bytes.
+        if x is y:
+            return x is None
+        return x == y
 
 
 class _BloomCast(UserDefinedType):
@@ -116,3 +203,7 @@ class bloom_add(GenericFunction):
 class bloom_union(GenericFunction):
     type = Bloom()
     inherit_cache = True
+
+
+# Every mapped column of type Bloom (or a subclass) holds MutableFilter values, tracked.
+MutableFilter.associate_with(Bloom)
