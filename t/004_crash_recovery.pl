@@ -29,17 +29,17 @@ VACUUM ANALYZE;
 CHECKPOINT;
 });
 my $work = $node->basedir;
-append_to_file("$work/single.sql", q{\set n random(1, 1000000000000)
+append_to_file("$work/single.sql", q{\set n random(1, 9000000000000000000)
 BEGIN;
 INSERT INTO committed (email) VALUES ('s' || :client_id || '-' || :n || '@mail.com');
 UPDATE f SET f = bloom_add(f, 's' || :client_id || '-' || :n || '@mail.com') WHERE id = 1;
 COMMIT;
 });
-append_to_file("$work/index.sql", q{\set n random(1, 1000000000000)
+append_to_file("$work/index.sql", q{\set n random(1, 9000000000000000000)
 INSERT INTO users (email) VALUES ('m' || :client_id || '-' || :n || '@mail.com');
 });
 # Adds that roll back must leave no trace in the single-row filter (an index keeps their bits).
-append_to_file("$work/rollback.sql", q{\set n random(1, 1000000000000)
+append_to_file("$work/rollback.sql", q{\set n random(1, 9000000000000000000)
 BEGIN;
 INSERT INTO committed (email) VALUES ('rb' || :client_id || '-' || :n || '@mail.com');
 UPDATE f SET f = bloom_add(f, 'rb' || :client_id || '-' || :n || '@mail.com') WHERE id = 1;

@@ -1,4 +1,4 @@
-\set n random(1, 1000000000000)
+\set n random(1, 9000000000000000000)
 BEGIN;
 CALL sign_up('rbco' || :client_id || '-' || :n || '@mail.com');
 ROLLBACK;

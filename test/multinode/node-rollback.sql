@@ -1,4 +1,4 @@
-\set n random(1, 1000000000000)
+\set n random(1, 9000000000000000000)
 BEGIN;
 INSERT INTO users (email) VALUES (homed_email('rb' || :node || 'c' || :client_id || '-' || :n, :node));
 ROLLBACK;
