@@ -207,9 +207,10 @@ bool partitions_contain(const IndexCheck *check, Oid table, bool routable, Oid i
 // Opens the index (its table locked first) and what a check of it needs, once the caller may read
 // it and the value's type can be one of its keys. Privileges are checked at every call, as the
 // executor checks a statement's: a REVOKE another session committed, or a GRANT a rolled-back
-// subtransaction made, takes effect at once.
+// subtransaction made, takes effect at once. *run_as: the role an expression index's expression
+// runs as, the owner for a caller with its privileges, else the caller (built-in code alone).
 IndexCheck *open_for_check(FunctionCallInfo fcinfo, const char *function, bool by_name,
-                           Oid value_type, bool key_given, Relation *opened) {
+                           Oid value_type, bool key_given, Relation *opened, Oid *run_as) {
     Oid heap_oid = InvalidOid;
     // fn_extra: the name this call site resolved last.
     const Oid index_oid =
@@ -223,6 +224,9 @@ IndexCheck *open_for_check(FunctionCallInfo fcinfo, const char *function, bool b
     check_may_read(index, check, function);
     check_partitions_indexed(index, check);
     Oid key_type = check->column_type;
+    *run_as = GetUserId();
+    if (check->expression && !key_given && has_owner_privileges(check->heap_owner))
+        *run_as = check->heap_owner;
     if (key_given) {
         key_type = getBaseType(TupleDescAttr(RelationGetDescr(index), 0)->atttypid);
     } else if (check->expression && check->column == InvalidAttrNumber) {
@@ -232,8 +236,7 @@ IndexCheck *open_for_check(FunctionCallInfo fcinfo, const char *function, bool b
                                RelationGetRelationName(index)),
                         errhint("Pass the key, the expression's value, to "
                                 "bloom_index_contains_key.")));
-    } else if (check->expression && !check->built_in_expression &&
-               !has_owner_privileges(check->heap_owner)) {
+    } else if (check->expression && !check->built_in_expression && *run_as != check->heap_owner) {
         // The owner's functions would run with the owner's rights on a value the caller chose,
         // in the caller's session: never for a role that could not run them so itself.
         ereport(ERROR,
@@ -258,10 +261,9 @@ IndexCheck *open_for_check(FunctionCallInfo fcinfo, const char *function, bool b
 }
 
 // The index's expression of a value of its column, evaluated in the check's per-tuple memory
-// (reset by the caller). The expression's functions are the table owner's code: they run as the
-// owner (enter_as_owner) for a caller with the owner's privileges; an expression of built-in code
-// alone runs as the caller, under the same restrictions.
-Datum evaluate_expression(IndexCheck *check, Datum column_value, bool *is_null) {
+// (reset by the caller). The expression's functions are the table owner's code: they run as
+// `run_as` (open_for_check's choice), under the restrictions of enter_as_owner.
+Datum evaluate_expression(IndexCheck *check, Oid run_as, Datum column_value, bool *is_null) {
     TupleTableSlot *slot = check->slot;
     ExecClearTuple(slot);
     for (int i = 0; i < slot->tts_tupleDescriptor->natts; i++) {
@@ -272,8 +274,7 @@ Datum evaluate_expression(IndexCheck *check, Datum column_value, bool *is_null) 
     slot->tts_isnull[check->column - 1] = false;
     ExecStoreVirtualTuple(slot);
     GetPerTupleExprContext(check->estate)->ecxt_scantuple = slot;
-    const AsOwner saved =
-        enter_as_owner(has_owner_privileges(check->heap_owner) ? check->heap_owner : GetUserId());
+    const AsOwner saved = enter_as_owner(run_as);
     MemoryContext previous = MemoryContextSwitchTo(GetPerTupleMemoryContext(check->estate));
     Datum key;
     check->in_use = true;
@@ -295,7 +296,8 @@ enum class KeyOutcome { hash, absent, null };
 
 // The key a value stands for: its hash; `absent` when no row can have it (an integer out of the
 // column's range); `null` when the index's expression gives NULL.
-KeyOutcome key_of(Relation index, IndexCheck *check, Datum value, Oid value_type, KeyHash *h) {
+KeyOutcome key_of(Relation index, IndexCheck *check, Oid run_as, Datum value, Oid value_type,
+                  KeyHash *h) {
     if (!check->expression) {
         // The value's bytes are those the column's value would have (an integer is hashed as
         // the bigint of the same value).
@@ -306,7 +308,7 @@ KeyOutcome key_of(Relation index, IndexCheck *check, Datum value, Oid value_type
     if (!value_as_column(value, value_type, check->column_type, &column_value))
         return KeyOutcome::absent;
     bool is_null;
-    const Datum key = evaluate_expression(check, column_value, &is_null);
+    const Datum key = evaluate_expression(check, run_as, column_value, &is_null);
     if (!is_null) *h = index_key_hash(index, key);
     ResetPerTupleExprContext(check->estate);
     return is_null ? KeyOutcome::null : KeyOutcome::hash;
@@ -342,13 +344,15 @@ namespace {
 Datum check_index(FunctionCallInfo fcinfo, const char *function, bool by_name, bool key_given) {
     const Oid value_type = get_fn_expr_argtype(fcinfo->flinfo, 1);
     Relation index;
-    IndexCheck *check = open_for_check(fcinfo, function, by_name, value_type, key_given, &index);
+    Oid run_as;
+    IndexCheck *check =
+        open_for_check(fcinfo, function, by_name, value_type, key_given, &index, &run_as);
     KeyHash h;
     KeyOutcome outcome = KeyOutcome::hash;
     if (key_given)
         h = hash_key(PG_GETARG_DATUM(1), key_kind_of(value_type), kFormatVersion2);
     else
-        outcome = key_of(index, check, PG_GETARG_DATUM(1), value_type, &h);
+        outcome = key_of(index, check, run_as, PG_GETARG_DATUM(1), value_type, &h);
     bool present = false;
     if (outcome == KeyOutcome::hash)
         present = check->partitioned
