@@ -11,6 +11,7 @@ DROP ROLE IF EXISTS regress_bloom_rc_owner;
 DROP ROLE IF EXISTS regress_bloom_rc_reader;
 DROP ROLE IF EXISTS regress_bloom_rc_member;
 DROP ROLE IF EXISTS regress_bloom_rc_later;
+DROP ROLE IF EXISTS regress_bloom_rc_nobody;
 RESET client_min_messages;
 CREATE ROLE regress_bloom_rc_owner;
 CREATE ROLE regress_bloom_rc_reader;
@@ -93,6 +94,30 @@ SELECT bloom_index_contains('regress_bloom_rc.accounts_lower', '  USER7@mail.com
        bloom_index_contains('regress_bloom_rc.accounts_lower', 'ghost@mail.com') AS lower_absent;
 \c
 
+-- A role with nothing but what PUBLIC has (CONNECT, TEMP), with the same temporary objects:
+-- every function refuses it before anything of the owner's runs.
+CREATE ROLE regress_bloom_rc_nobody;
+\c
+SET ROLE regress_bloom_rc_nobody;
+CREATE FUNCTION pg_temp.payload() RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE NOTICE 'payload runs as %', current_user;
+  RETURN true;
+END $$;
+CREATE DOMAIN pg_temp.text AS pg_catalog.text CHECK (pg_temp.payload());
+CREATE VIEW pg_temp.suffixes AS SELECT 'x'::pg_catalog.text AS suffix WHERE pg_temp.payload();
+GRANT SELECT ON pg_temp.suffixes TO PUBLIC;
+\set VERBOSITY sqlstate
+SELECT bloom_index_contains('regress_bloom_rc.accounts_norm', 'USER7@mail.com');
+SELECT bloom_index_contains('regress_bloom_rc.accounts_tagged', 'user7@mail.com');
+SELECT bloom_index_contains_key('regress_bloom_rc.accounts_norm', 'user7@mail.com');
+SELECT bloom_index_verify('regress_bloom_rc.accounts_tagged_pred');
+SELECT bloom_index_filter('regress_bloom_rc.accounts_norm') IS NULL;
+SELECT count(*) FROM bloom_index_changes('regress_bloom_rc.accounts_tagged', '0/0');
+SELECT capacity FROM bloom_index_info('regress_bloom_rc.accounts_tagged');
+\set VERBOSITY default
+\c
+
 -- A member of the owner's role could run the owner's functions itself: evaluated, as the owner,
 -- with search_path = pg_catalog, pg_temp (the unqualified table of tagged() is not found, as
 -- REINDEX on PostgreSQL 17 would not find it).
@@ -151,5 +176,6 @@ SET client_min_messages = warning;
 DROP SCHEMA regress_bloom_rc CASCADE;
 DROP ROLE regress_bloom_rc_member;
 DROP ROLE regress_bloom_rc_later;
+DROP ROLE regress_bloom_rc_nobody;
 DROP ROLE regress_bloom_rc_reader;
 DROP ROLE regress_bloom_rc_owner;
