@@ -55,7 +55,7 @@ extern "C" Datum bloom_agg_serialfn(PG_FUNCTION_ARGS) {
         // mostly distinct input is sent as it is, and the leader counts distinct hashes anyway.
         // A state too large to send is deduplicated anyway before giving up.
         if (state->spill == nullptr && state->held > 0 &&
-            (repeats_enough(state) ||
+            (state->buckets == nullptr || repeats_enough(state) ||
              !serialized_size_fits(VARHDRSZ + kSerialAutoFixed + state->held * kHeldHashBytes)))
             deduplicate_all(state, false);
         // Too many distinct hashes for one value (a work_mem of gigabytes): they go the way of a
@@ -78,7 +78,8 @@ extern "C" Datum bloom_agg_serialfn(PG_FUNCTION_ARGS) {
             store_u64(out + 2, rate_bits);
             store_u64(out + 10, state->inserted);
             store_u64(out + 18, count);
-            memcpy(out + kSerialAutoHeader, state->sketch->registers, kSerialSketchBytes);
+            if (state->sketch != nullptr)
+                memcpy(out + kSerialAutoHeader, state->sketch->registers, kSerialSketchBytes);
             SET_VARSIZE(result, size);
             PG_RETURN_BYTEA_P(result);
         }
@@ -95,15 +96,43 @@ extern "C" Datum bloom_agg_serialfn(PG_FUNCTION_ARGS) {
         store_u64(out + 10, state->inserted);
         store_u64(out + 18, count);
         out += kSerialAutoHeader;
-        memcpy(out, state->sketch->registers, kSerialSketchBytes);
-        out += kSerialSketchBytes;
-        for (uint32_t b = 0; b < kBuckets; b++, out += 4)
-            store_u32(out, uint32_t(state->buckets[b].count));
-        for (uint32_t b = 0; b < kBuckets; b++) {
-            const HashBucket &bucket = state->buckets[b];
-            for (const HashChunk *chunk = bucket.first; chunk != nullptr; chunk = chunk->next) {
-                memcpy(out, chunk->hashes, size_t(bucket.count_of(chunk)) * kHeldHashBytes);
-                out += size_t(bucket.count_of(chunk)) * kHeldHashBytes;
+        if (state->buckets == nullptr) {
+            // A flat state: its sketch and its hashes bucket by bucket, made here.
+            DistinctSketch *sketch = static_cast<DistinctSketch *>(palloc0(sizeof(DistinctSketch)));
+            uint32_t counts[kBuckets] = {0};
+            for (uint64_t i = 0; i < count; i++) {
+                sketch->add(state->flat[i]);
+                counts[state->flat[i] >> (64 - kBucketBits)]++;
+            }
+            memcpy(out, sketch->registers, kSerialSketchBytes);
+            pfree(sketch);
+            out += kSerialSketchBytes;
+            size_t offsets[kBuckets];
+            size_t offset = 0;
+            for (uint32_t b = 0; b < kBuckets; b++, out += 4) {
+                store_u32(out, counts[b]);
+                offsets[b] = offset;
+                offset += counts[b];
+            }
+            // The low 7 bytes of each hash, as a chunk holds them.
+            for (uint64_t i = 0; i < count; i++) {
+                const uint64_t h = state->flat[i];
+                uint8_t bytes[8];
+                store_u64(bytes, h);
+                memcpy(out + offsets[h >> (64 - kBucketBits)]++ * kHeldHashBytes, bytes,
+                       kHeldHashBytes);
+            }
+        } else {
+            memcpy(out, state->sketch->registers, kSerialSketchBytes);
+            out += kSerialSketchBytes;
+            for (uint32_t b = 0; b < kBuckets; b++, out += 4)
+                store_u32(out, uint32_t(state->buckets[b].count));
+            for (uint32_t b = 0; b < kBuckets; b++) {
+                const HashBucket &bucket = state->buckets[b];
+                for (const HashChunk *chunk = bucket.first; chunk != nullptr; chunk = chunk->next) {
+                    memcpy(out, chunk->hashes, size_t(bucket.count_of(chunk)) * kHeldHashBytes);
+                    out += size_t(bucket.count_of(chunk)) * kHeldHashBytes;
+                }
             }
         }
     } else {

@@ -1,11 +1,14 @@
 // The spill of an auto-sized aggregate state to temporary files (see agg_spill.hpp).
 //
-// Everything of a spill (its tape set, the tapes' buffers, its runs) lives in a memory context
-// of its own under the state's. A reset callback on it closes the tape set, which deletes the
-// file, when the aggregate context is reset (a sorted GROUP BY's next group) or deleted (the end
-// of the query). After an error the resource owner has closed and deleted the file already,
-// before any memory is freed: the callback then leaves it alone.
+// The runs of all the states of one budget (agg_budget.hpp) are tapes of one tape set, made in a
+// memory context of the budget's under the query's: one temporary file however many groups
+// spill. A state's runs are closed when its memory context is reset (a sorted GROUP BY's next
+// group, a hashed one's next batch), and the tape set, which deletes the file, when no live state
+// has runs in it any more, or when the query ends. After an error the resource owner has closed
+// and deleted the file already, before any memory is freed: the callbacks then leave it alone.
 #include "agg_spill.hpp"
+
+#include "agg_budget.hpp"
 
 extern "C" {
 #include "access/parallel.h"
@@ -34,15 +37,12 @@ struct SpillRun {
 // at the bottom of the stack, out of the merges of full levels.
 constexpr uint32_t kFrozenLevel = PG_UINT32_MAX;
 
+// In the state's memory context; its runs' tapes are in the budget's tape set.
 struct AggregateSpill {
-    MemoryContext context;
-    MemoryContextCallback on_reset;
-    LogicalTapeSet *tapes;  // null once closed
-    SpillRun *runs;         // a stack: levels never increase from the bottom up
+    SpillRun *runs;  // a stack: levels never increase from the bottom up
     uint32_t run_count;
     uint32_t run_capacity;
     uint32_t fan_in;  // runs merged at once: each reads through a tape block and a batch
-    uint32_t bucket_counts[kBuckets];  // of the last final merge's run
 };
 
 size_t hash_memory_limit() { return get_hash_memory_limit(); }
@@ -51,31 +51,44 @@ namespace {
 
 constexpr size_t kRunReadBytes = BLCKSZ + kSpillBatch * sizeof(uint64_t);
 
-void close_spill(void *arg) {
-    AggregateSpill *spill = static_cast<AggregateSpill *>(arg);
-    if (spill->tapes != nullptr && IsTransactionState()) LogicalTapeSetClose(spill->tapes);
-    spill->tapes = nullptr;
+void close_tapes(void *arg) {
+    AggregateBudget *budget = static_cast<AggregateBudget *>(arg);
+    if (budget->tapes != nullptr && IsTransactionState()) LogicalTapeSetClose(budget->tapes);
+    budget->tapes = nullptr;
+    budget->spill_context = nullptr;
+    budget->states_with_runs = 0;
+}
+
+// The budget's tape set, made when none is open.
+LogicalTapeSet *budget_tapes(AggregateBudget *budget) {
+    if (budget->tapes != nullptr) return budget->tapes;
+    if (budget->spill_context == nullptr) {
+        budget->spill_context = AllocSetContextCreate(GetMemoryChunkContext(budget),
+                                                      "bloom_agg spill", ALLOCSET_DEFAULT_SIZES);
+        budget->on_spill_context_reset.func = close_tapes;
+        budget->on_spill_context_reset.arg = budget;
+        MemoryContextRegisterResetCallback(budget->spill_context, &budget->on_spill_context_reset);
+    }
+    PrepareTempTablespaces();
+    MemoryContext previous = MemoryContextSwitchTo(budget->spill_context);
+    budget->tapes = LogicalTapeSetCreate(false, nullptr, -1);
+    MemoryContextSwitchTo(previous);
+    return budget->tapes;
 }
 
 AggregateSpill *start_spill(AggregateState *state) {
-    MemoryContext context =
-        AllocSetContextCreate(state->context, "bloom_agg spill", ALLOCSET_DEFAULT_SIZES);
-    AggregateSpill *spill =
-        static_cast<AggregateSpill *>(MemoryContextAllocZero(context, sizeof(AggregateSpill)));
-    spill->context = context;
-    // A quarter of the memory for the merge's reads, at least 4 runs and at most 256 at once.
-    spill->fan_in =
-        uint32_t(Max(size_t(4), Min(size_t(256), state->memory_limit / 4 / kRunReadBytes)));
-    spill->run_capacity = 4 * spill->fan_in;
+    AggregateBudget *budget = state->budget;
+    Assert(budget != nullptr);
+    budget_tapes(budget);
+    AggregateSpill *spill = static_cast<AggregateSpill *>(
+        MemoryContextAllocZero(state->context, sizeof(AggregateSpill)));
+    // A quarter of the memory for the merge's reads, at least 4 runs and at most 16 at once: the
+    // runs of every spilled group stay few (each takes a tape and a place in `runs`).
+    spill->fan_in = uint32_t(Max(size_t(4), Min(size_t(16), budget->limit / 4 / kRunReadBytes)));
+    spill->run_capacity = 4;
     spill->runs = static_cast<SpillRun *>(
-        MemoryContextAlloc(context, spill->run_capacity * sizeof(SpillRun)));
-    PrepareTempTablespaces();
-    MemoryContext previous = MemoryContextSwitchTo(context);
-    spill->tapes = LogicalTapeSetCreate(false, nullptr, -1);
-    MemoryContextSwitchTo(previous);
-    spill->on_reset.func = close_spill;
-    spill->on_reset.arg = spill;
-    MemoryContextRegisterResetCallback(context, &spill->on_reset);
+        MemoryContextAlloc(state->context, spill->run_capacity * sizeof(SpillRun)));
+    budget->states_with_runs++;
     state->spill = spill;
     return spill;
 }
@@ -110,13 +123,15 @@ bool refill(RunReader &reader) {
 // context. The blocks of a frozen run are never given back to the tape set: a merge that reads
 // one (the next final merge, which reads every run) writes into a new tape set and closes the
 // old one, so the file holds only live runs, whatever the number of final calls.
-void merge_runs(AggregateSpill *spill, uint32_t first, bool freeze) {
+void merge_runs(AggregateBudget *budget, AggregateSpill *spill, uint32_t first, bool freeze) {
     const uint32_t n = spill->run_count - first;
     bool reads_frozen = false;
     for (uint32_t i = first; i < spill->run_count; i++) reads_frozen |= spill->runs[i].frozen;
     Assert(!reads_frozen || first == 0);
-    LogicalTapeSet *output_set =
-        reads_frozen ? LogicalTapeSetCreate(false, nullptr, -1) : spill->tapes;
+    // A new tape set only when no other state has runs in this one; otherwise the frozen run's
+    // blocks stay in the file until the tape set is closed.
+    const bool new_set = reads_frozen && budget->states_with_runs == 1;
+    LogicalTapeSet *output_set = new_set ? LogicalTapeSetCreate(false, nullptr, -1) : budget->tapes;
     RunReader *readers = static_cast<RunReader *>(palloc(n * sizeof(RunReader)));
     uint64_t *batches = static_cast<uint64_t *>(palloc((n + 1) * kSpillBatch * sizeof(uint64_t)));
     MergeHeap::Entry *entries =
@@ -134,13 +149,11 @@ void merge_runs(AggregateSpill *spill, uint32_t first, bool freeze) {
     uint64_t *pending = batches + size_t(n) * kSpillBatch;
     size_t pending_count = 0;
     uint64_t count = 0, last = 0;
-    if (freeze) memset(spill->bucket_counts, 0, sizeof(spill->bucket_counts));
     while (!heap.empty()) {
         const MergeHeap::Entry top = heap.top();
         if (count == 0 || top.hash != last) {
             last = top.hash;
             count++;
-            if (freeze) spill->bucket_counts[last >> (64 - kBucketBits)]++;
             pending[pending_count++] = last;
             if (pending_count == kSpillBatch) {
                 LogicalTapeWrite(out, pending, pending_count * sizeof(uint64_t));
@@ -163,9 +176,9 @@ void merge_runs(AggregateSpill *spill, uint32_t first, bool freeze) {
         LogicalTapeFreeze(out, nullptr);
     else
         LogicalTapeRewindForRead(out, BLCKSZ);
-    if (reads_frozen) {
-        LogicalTapeSetClose(spill->tapes);
-        spill->tapes = output_set;
+    if (new_set) {
+        LogicalTapeSetClose(budget->tapes);
+        budget->tapes = output_set;
     }
     spill->run_count = first;
     push_run(spill, SpillRun{out, count, freeze ? kFrozenLevel : level + 1, freeze});
@@ -173,73 +186,92 @@ void merge_runs(AggregateSpill *spill, uint32_t first, bool freeze) {
 
 // Merges the top fan_in runs while they are of one level: each level holds fewer than fan_in
 // runs, so the stack stays short and every hash is merged about log(runs) / log(fan_in) times.
-void merge_full_levels(AggregateSpill *spill) {
+void merge_full_levels(AggregateBudget *budget, AggregateSpill *spill) {
     while (spill->run_count >= spill->fan_in &&
            spill->runs[spill->run_count - spill->fan_in].level ==
                spill->runs[spill->run_count - 1].level)
-        merge_runs(spill, spill->run_count - spill->fan_in, false);
+        merge_runs(budget, spill, spill->run_count - spill->fan_in, false);
 }
 
 }  // namespace
 
-// The buckets' hashes, sorted and deduplicated bucket by bucket (a bucket is a range of the
-// top byte, so the run is sorted as a whole).
+// The hashes held, as a sorted and deduplicated run: a flat state's array sorted in place, a
+// bucketed state's bucket by bucket (a bucket is a range of the top byte, so the run is sorted as
+// a whole).
 void spill_held(AggregateState *state) {
     if (state->held == 0) return;
     AggregateSpill *spill = state->spill != nullptr ? state->spill : start_spill(state);
-    MemoryContext previous = MemoryContextSwitchTo(spill->context);
-    size_t largest = 0;
-    for (uint32_t b = 0; b < kBuckets; b++) largest = Max(largest, state->buckets[b].count);
-    uint64_t *sorted =
-        static_cast<uint64_t *>(palloc_extended(largest * sizeof(uint64_t), MCXT_ALLOC_HUGE));
-    LogicalTape *tape = LogicalTapeCreate(spill->tapes);
+    AggregateBudget *budget = state->budget;
+    MemoryContext previous = MemoryContextSwitchTo(budget->spill_context);
+    LogicalTape *tape = LogicalTapeCreate(budget_tapes(budget));
     uint64_t count = 0;
-    for (uint32_t b = 0; b < kBuckets; b++) {
-        const HashBucket &bucket = state->buckets[b];
-        if (bucket.count == 0) continue;
-        size_t n = 0;
-        for (const HashChunk *chunk = bucket.first; chunk != nullptr; chunk = chunk->next)
-            for (uint32_t i = 0, end = bucket.count_of(chunk); i < end; i++)
-                sorted[n++] = chunk->get(i, b);
-        n = sort_unique(sorted, n);
-        LogicalTapeWrite(tape, sorted, n * sizeof(uint64_t));
-        count += n;
+    if (state->buckets == nullptr) {
+        count = sort_unique(state->flat, state->held);
+        LogicalTapeWrite(tape, state->flat, count * sizeof(uint64_t));
+    } else {
+        size_t largest = 0;
+        for (uint32_t b = 0; b < kBuckets; b++) largest = Max(largest, state->buckets[b].count);
+        uint64_t *sorted =
+            static_cast<uint64_t *>(palloc_extended(largest * sizeof(uint64_t), MCXT_ALLOC_HUGE));
+        for (uint32_t b = 0; b < kBuckets; b++) {
+            const HashBucket &bucket = state->buckets[b];
+            if (bucket.count == 0) continue;
+            size_t n = 0;
+            for (const HashChunk *chunk = bucket.first; chunk != nullptr; chunk = chunk->next)
+                for (uint32_t i = 0, end = bucket.count_of(chunk); i < end; i++)
+                    sorted[n++] = chunk->get(i, b);
+            n = sort_unique(sorted, n);
+            LogicalTapeWrite(tape, sorted, n * sizeof(uint64_t));
+            count += n;
+        }
+        pfree(sorted);
     }
-    pfree(sorted);
     LogicalTapeRewindForRead(tape, BLCKSZ);
     push_run(spill, SpillRun{tape, count, 0, false});
     MemoryContextSwitchTo(previous);
     release_held(state);
-    previous = MemoryContextSwitchTo(spill->context);
-    merge_full_levels(spill);
+    previous = MemoryContextSwitchTo(budget->spill_context);
+    merge_full_levels(budget, spill);
     MemoryContextSwitchTo(previous);
 }
 
-uint64_t spill_finish(AggregateState *state, uint32_t *bucket_counts) {
+uint64_t spill_finish(AggregateState *state) {
     spill_held(state);
     AggregateSpill *spill = state->spill;
-    if (spill->run_count == 0 || spill->tapes == nullptr)
+    AggregateBudget *budget = state->budget;
+    if (spill->run_count == 0 || budget == nullptr || budget->tapes == nullptr)
         elog(ERROR, "bloom_agg state has no spilled hashes to read");
-    MemoryContext previous = MemoryContextSwitchTo(spill->context);
+    MemoryContext previous = MemoryContextSwitchTo(budget->spill_context);
     while (spill->run_count > spill->fan_in)
-        merge_runs(spill, spill->run_count - spill->fan_in, false);
-    if (!(spill->run_count == 1 && spill->runs[0].frozen)) merge_runs(spill, 0, true);
+        merge_runs(budget, spill, spill->run_count - spill->fan_in, false);
+    if (!(spill->run_count == 1 && spill->runs[0].frozen)) merge_runs(budget, spill, 0, true);
     MemoryContextSwitchTo(previous);
-    if (bucket_counts != nullptr)
-        memcpy(bucket_counts, spill->bucket_counts, sizeof(spill->bucket_counts));
     return spill->runs[0].count;
 }
 
 size_t read_spilled(AggregateState *state, uint64_t *batch, size_t capacity, bool from_start) {
     AggregateSpill *spill = state->spill;
     Assert(spill->run_count == 1 && spill->runs[0].frozen);
-    MemoryContext previous = MemoryContextSwitchTo(spill->context);
+    MemoryContext previous = MemoryContextSwitchTo(state->budget->spill_context);
     if (from_start) LogicalTapeRewindForRead(spill->runs[0].tape, BLCKSZ);
     CHECK_FOR_INTERRUPTS();
     size_t n =
         LogicalTapeRead(spill->runs[0].tape, batch, capacity * sizeof(uint64_t)) / sizeof(uint64_t);
     MemoryContextSwitchTo(previous);
     return n;
+}
+
+void spill_forget(AggregateState *state) {
+    AggregateSpill *spill = state->spill;
+    AggregateBudget *budget = state->budget;
+    if (spill == nullptr || budget == nullptr) return;
+    state->spill = nullptr;
+    if (budget->tapes == nullptr) return;
+    for (uint32_t i = 0; i < spill->run_count; i++) LogicalTapeClose(spill->runs[i].tape);
+    if (--budget->states_with_runs == 0) {
+        if (IsTransactionState()) LogicalTapeSetClose(budget->tapes);
+        budget->tapes = nullptr;
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -335,9 +367,9 @@ void expect_exported_files() {
 
 uint64_t spill_export(AggregateState *state, uint8_t *exported) {
     static uint32_t exports = 0;
-    const uint64_t count = spill_finish(state, nullptr);
+    const uint64_t count = spill_finish(state);
     expect_exported_files();  // when this process reads it back itself
-    MemoryContext previous = MemoryContextSwitchTo(state->spill->context);
+    MemoryContext previous = MemoryContextSwitchTo(state->budget->spill_context);
     FileSet fileset;
     FileSetInit(&fileset);
     const uint32_t worker = IsParallelWorker() ? uint32_t(ParallelWorkerNumber) & 0x3ff : 0x3ff;

@@ -1,8 +1,10 @@
-// The spill of an auto-sized aggregate state (agg_state.hpp) to temporary files. The state holds
-// its hashes in memory up to get_hash_memory_limit() (work_mem x hash_mem_multiplier), as hash
-// aggregation does; past it, they are written out as a sorted, deduplicated run on a logical tape
-// (utils/logtape.h: one temporary file per state, counted against temp_file_limit, deleted at the
-// end of the query, on an error at the end of the transaction). Runs are merged as they pile up,
+// The spill of an auto-sized aggregate state (agg_state.hpp) to temporary files. The states of an
+// aggregate hold their hashes in memory up to get_hash_memory_limit() (work_mem x
+// hash_mem_multiplier) together (agg_budget.hpp), as hash aggregation does; past it, the largest
+// states' hashes are written out as sorted, deduplicated runs on logical tapes (utils/logtape.h:
+// one temporary file for the states of an aggregate, counted against temp_file_limit, deleted
+// when no state has runs left in it, at the end of the query, on an error at the end of the
+// transaction). Runs are merged as they pile up,
 // a few at a time; the final function merges what remains into one run of the distinct hashes,
 // sizes the filter for their exact number and adds them from the tape. The bytes are those an
 // in-memory state gives: the same hashes, the same count.
@@ -17,12 +19,14 @@ constexpr size_t kSpillBatch = 512;
 
 // The memory the hashes held in memory may take, in bytes.
 size_t hash_memory_limit();
-// Writes the hashes held as a run and empties the buckets; starts the spill the first time.
+// Writes the hashes held as a run and frees them; starts the spill the first time.
 void spill_held(AggregateState *state);
 // Merges the held hashes and every run into one run of the distinct hashes, which stays
 // readable (the state goes on: a window aggregate calls its final function row after row);
-// returns their number. bucket_counts (256, may be null): how many of them each bucket has.
-uint64_t spill_finish(AggregateState *state, uint32_t *bucket_counts);
+// returns their number.
+uint64_t spill_finish(AggregateState *state);
+// The state's memory is being reset: its runs are closed (and the tape set with the last).
+void spill_forget(AggregateState *state);
 // After spill_finish: the next up-to-`capacity` distinct hashes, in increasing order (from the
 // first when from_start); 0 at the end.
 size_t read_spilled(AggregateState *state, uint64_t *batch, size_t capacity, bool from_start);

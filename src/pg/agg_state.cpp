@@ -1,6 +1,7 @@
 // The hash container of the auto-sized aggregate states (see agg_state.hpp).
 #include "agg_state.hpp"
 
+#include "agg_budget.hpp"
 #include "agg_spill.hpp"
 
 extern "C" {
@@ -30,19 +31,16 @@ void check_error_rate(double error_rate) {
         report_parameters(Status::error_rate_out_of_range, 0, error_rate);
 }
 
-AggregateState *new_auto_state(MemoryContext context, KeyKind kind, double error_rate) {
+AggregateState *new_auto_state(MemoryContext context, KeyKind kind, double error_rate,
+                               AggregateBudget *budget) {
     check_error_rate(error_rate);
     AggregateState *state = new_state(context, true, kind);
     state->error_rate = error_rate;
     state->context = context;
-    state->memory_limit = hash_memory_limit();
     // The leader of a parallel plan, aggregating rows itself: partial states may come to it in
     // files.
     if (IsInParallelMode()) expect_exported_files();
-    state->buckets =
-        static_cast<HashBucket *>(MemoryContextAllocZero(context, kBuckets * sizeof(HashBucket)));
-    state->sketch =
-        static_cast<DistinctSketch *>(MemoryContextAllocZero(context, sizeof(DistinctSketch)));
+    budget_join(budget, state);
     return state;
 }
 
@@ -52,14 +50,7 @@ inline HashBucket &bucket_of(AggregateState *state, uint64_t h) {
     return state->buckets[h >> (64 - kBucketBits)];
 }
 
-// The next chunk of a growing bucket: one size up the ladder from its last chunk, or the largest
-// size again.
-uint32_t next_chunk_capacity(const HashBucket &bucket) {
-    if (bucket.last == nullptr) return kChunkCapacities[0];
-    for (uint32_t next : kChunkCapacities)
-        if (next > bucket.last->capacity) return next;
-    return kChunkCapacities[lengthof(kChunkCapacities) - 1];
-}
+uint32_t next_chunk_capacity(const HashBucket &) { return kChunkCapacity; }
 
 size_t chunk_size(uint32_t capacity) {
     return offsetof(HashChunk, hashes) + size_t(capacity) * kHeldHashBytes + 1;
@@ -73,7 +64,7 @@ void free_chunk(AggregateState *state, HashChunk *chunk) {
 // Appends an empty chunk for `capacity` hashes to the bucket.
 void add_chunk(AggregateState *state, HashBucket &bucket, uint32_t capacity) {
     HashChunk *chunk =
-        static_cast<HashChunk *>(MemoryContextAllocHuge(state->context, chunk_size(capacity)));
+        static_cast<HashChunk *>(MemoryContextAllocHuge(state->hashes, chunk_size(capacity)));
     state->chunk_bytes += chunk_size(capacity);
     chunk->next = nullptr;
     chunk->count = 0;
@@ -141,7 +132,67 @@ namespace {
 
 bool last_chunk_full(const HashBucket &bucket) { return bucket.room == 0; }
 
+// A flat state's hashes go to the buckets, each bucket's in one chunk of its size, and into a new
+// sketch; the array is freed.
+void move_to_buckets(AggregateState *state) {
+    uint32_t counts[kBuckets] = {0};
+    for (uint64_t i = 0; i < state->held; i++) counts[state->flat[i] >> (64 - kBucketBits)]++;
+    size_t bytes = kBuckets * sizeof(HashBucket) + sizeof(DistinctSketch);
+    for (uint32_t b = 0; b < kBuckets; b++)
+        if (counts[b] > 0) bytes += chunk_size(counts[b]);
+    // The budget may spill this state first: then it stays flat, and empty.
+    budget_make_room(state, bytes);
+    if (state->held == 0) return;
+    state->buckets = static_cast<HashBucket *>(
+        MemoryContextAllocZero(state->hashes, kBuckets * sizeof(HashBucket)));
+    state->sketch = static_cast<DistinctSketch *>(
+        MemoryContextAllocZero(state->hashes, sizeof(DistinctSketch)));
+    for (uint32_t b = 0; b < kBuckets; b++)
+        if (counts[b] > 0) add_chunk(state, state->buckets[b], counts[b]);
+    for (uint64_t i = 0; i < state->held; i++) {
+        const uint64_t h = state->flat[i];
+        bucket_of(state, h).append(h);
+        state->sketch->add(h);
+    }
+    pfree(state->flat);
+    state->flat = nullptr;
+    state->flat_capacity = 0;
+    budget_update(state);
+}
+
+// A full flat array: sorted and deduplicated in place, it grows only when that frees less than a
+// quarter of it; past kFlatMax, or at the budget's bidding, its hashes move to the buckets.
+void make_flat_room(AggregateState *state) {
+    if (state->flat_capacity >= 64) {
+        const size_t distinct = sort_unique(state->flat, state->held);
+        state->held = distinct;
+        if (distinct <= state->flat_capacity / 4 * 3) return;
+    }
+    if (state->flat_capacity >= kFlatMax) {
+        move_to_buckets(state);
+        return;
+    }
+    // The budget may spill this state itself, which frees its array.
+    budget_make_room(state, size_t(Max(kFlatFirst, state->flat_capacity)) * sizeof(uint64_t));
+    if (state->held < state->flat_capacity) return;
+    const uint32_t grown = state->flat_capacity == 0 ? kFlatFirst : 2 * state->flat_capacity;
+    const size_t bytes = size_t(grown) * sizeof(uint64_t);
+    state->flat =
+        static_cast<uint64_t *>(state->flat == nullptr ? MemoryContextAlloc(state->hashes, bytes)
+                                                       : repalloc(state->flat, bytes));
+    state->flat_capacity = grown;
+    budget_update(state);
+}
+
 void hold(AggregateState *state, uint64_t h) {
+    if (state->buckets == nullptr) {
+        while (state->buckets == nullptr && state->held == state->flat_capacity)
+            make_flat_room(state);
+        if (state->buckets == nullptr) {
+            state->flat[state->held++] = h;
+            return;
+        }
+    }
     HashBucket &bucket = bucket_of(state, h);
     if (last_chunk_full(bucket)) {
         // Before growing a bucket of a repetitive input, drop its repeats.
@@ -152,10 +203,15 @@ void hold(AggregateState *state, uint64_t h) {
             pfree(slots);
         }
         if (last_chunk_full(bucket)) {
-            // Past the memory limit, everything held goes to a run on disk, this bucket too.
-            if (state->chunk_bytes + chunk_size(next_chunk_capacity(bucket)) > state->memory_limit)
-                spill_held(state);
+            // Past the budget, the largest states' hashes go to runs on disk, perhaps this
+            // state's, this bucket's too.
+            budget_make_room(state, chunk_size(next_chunk_capacity(bucket)));
+            if (state->buckets == nullptr) {  // spilled: flat again
+                hold(state, h);
+                return;
+            }
             add_chunk(state, bucket, next_chunk_capacity(bucket));
+            budget_update(state);
         }
     }
     bucket.append(h);
@@ -174,6 +230,8 @@ void collect(AggregateState *state, uint64_t h) {
 // adding to a filter twice makes harmless); returns the number of distinct hashes. One scratch
 // set, sized for the largest bucket (about 1/128 of the hashes), serves them all.
 uint64_t deduplicate_all(AggregateState *state, bool count_only) {
+    // A flat state is sorted in place, which leaves its hashes what they were.
+    if (state->buckets == nullptr) return state->held = sort_unique(state->flat, state->held);
     size_t largest = 0;
     for (uint32_t b = 0; b < kBuckets; b++) largest = Max(largest, state->buckets[b].count);
     if (largest == 0) return 0;
@@ -230,32 +288,59 @@ uint8_t *append_room(AggregateState *state, uint32_t b, uint32_t count) {
 
 }  // namespace
 
+size_t held_bytes(const AggregateState *state) {
+    if (state->buckets == nullptr) return size_t(state->flat_capacity) * sizeof(uint64_t);
+    return kBuckets * sizeof(HashBucket) + sizeof(DistinctSketch) + state->chunk_bytes;
+}
+
+// A bucketed state becomes flat again: what it holds next starts small, in sizes every state
+// uses, and an array past 8 kB is given back to the system when freed, so spilling frees memory
+// for good.
 void release_held(AggregateState *state) {
-    for (uint32_t b = 0; b < kBuckets; b++) {
-        HashBucket &bucket = state->buckets[b];
-        for (HashChunk *chunk = bucket.first; chunk != nullptr;) {
-            HashChunk *next = chunk->next;
-            free_chunk(state, chunk);
-            chunk = next;
+    if (state->flat != nullptr) pfree(state->flat);
+    state->flat = nullptr;
+    state->flat_capacity = 0;
+    if (state->buckets != nullptr) {
+        for (uint32_t b = 0; b < kBuckets; b++) {
+            HashBucket &bucket = state->buckets[b];
+            for (HashChunk *chunk = bucket.first; chunk != nullptr;) {
+                HashChunk *next = chunk->next;
+                free_chunk(state, chunk);
+                chunk = next;
+            }
         }
-        bucket = HashBucket{};
+        pfree(state->buckets);
+        pfree(state->sketch);
+        state->buckets = nullptr;
+        state->sketch = nullptr;
+        state->distinct_estimate = 0;
+        state->estimate_again_at = 0;
     }
     state->held = 0;
+    budget_update(state);
 }
 
 namespace {
 
-bool fits(const AggregateState *target, size_t count) {
-    return target->chunk_bytes + chunk_size(uint32_t(Min(count, size_t(PG_UINT32_MAX / 8)))) <=
-           target->memory_limit;
+// Whether `count` hashes go to the target's buckets as one chunk: the budget has room for it
+// (after spilling, perhaps). A flat target takes few hashes one by one, and moves to the
+// buckets before more.
+bool room_for_chunk(AggregateState *target, size_t count) {
+    if (count > PG_UINT32_MAX / 8) return false;
+    if (target->buckets == nullptr) {
+        if (target->held + count <= kFlatMax) return false;
+        move_to_buckets(target);
+        if (target->buckets == nullptr) return false;
+    }
+    // The target may be spilled, and flat again.
+    return budget_make_room(target, chunk_size(uint32_t(count))) && target->buckets != nullptr;
 }
 
 }  // namespace
 
 // Appends a copy of every hash of `source` to `target`, bucket by bucket in one chunk each; a
-// bucket that would take the target past its memory limit goes hash by hash, as the transition
-// adds them, spilling. `source` is only read (a spilled one has its runs merged, which leaves
-// its hashes as they were).
+// bucket the budget has no room for goes hash by hash, as the transition adds them, spilling.
+// `source` is only read (a spilled one has its runs merged, which leaves its hashes as they were).
 void copy_hashes(AggregateState *target, AggregateState *source) {
     if (source->serialized_exported != nullptr) {
         for_each_exported_hash(source->serialized_exported,
@@ -266,8 +351,9 @@ void copy_hashes(AggregateState *target, AggregateState *source) {
         for (uint32_t b = 0; b < kBuckets; b++) {
             const uint32_t count = load_u32(counts + 4 * b);
             if (count == 0) continue;
-            if (fits(target, count)) {
+            if (room_for_chunk(target, count)) {
                 memcpy(append_room(target, b, count), in, size_t(count) * kHeldHashBytes);
+                budget_update(target);
                 in += size_t(count) * kHeldHashBytes;
                 continue;
             }
@@ -279,13 +365,15 @@ void copy_hashes(AggregateState *target, AggregateState *source) {
             }
         }
     } else if (source->spill != nullptr) {
-        spill_finish(source, nullptr);
+        spill_finish(source);
         for_each_spilled_hash(source, [target](uint64_t h) { hold(target, h); });
+    } else if (source->buckets == nullptr) {
+        for (uint64_t i = 0; i < source->held; i++) hold(target, source->flat[i]);
     } else {
         for (uint32_t b = 0; b < kBuckets; b++) {
             const HashBucket &from = source->buckets[b];
             if (from.count == 0) continue;
-            if (!fits(target, from.count)) {
+            if (!room_for_chunk(target, from.count)) {
                 for (const HashChunk *chunk = from.first; chunk != nullptr; chunk = chunk->next)
                     for (uint32_t i = 0, n = from.count_of(chunk); i < n; i++)
                         hold(target, chunk->get(i, b));
@@ -297,10 +385,12 @@ void copy_hashes(AggregateState *target, AggregateState *source) {
                 memcpy(out, chunk->hashes, bytes);
                 out += bytes;
             }
+            budget_update(target);
         }
     }
     target->inserted += source->inserted;
-    target->sketch->merge(*source->sketch);
+    if (target->sketch != nullptr && source->sketch != nullptr)
+        target->sketch->merge(*source->sketch);
 }
 
 }  // namespace bloomfilter

@@ -7,8 +7,10 @@
 // - sized (bloom_agg(value, capacity, error_rate) and bloom_union_agg): the filter itself, its
 //   header (counter included) kept up to date in its bytes;
 // - auto-sized (bloom_agg(value), bloom_agg(value, error_rate)): the distinct 64-bit hashes of
-//   the keys (format version 2's), held in 7 bytes each, from which the final function sizes the
-//   filter for their number.
+//   the keys (format version 2's), from which the final function sizes the filter for their
+//   number; all of an aggregate's states in a plan node share one memory budget
+//   (agg_budget.hpp).
+#include "agg_budget.hpp"
 #include "agg_spill.hpp"
 
 using namespace bloomfilter;
@@ -32,7 +34,7 @@ AggregateState *auto_transition(FunctionCallInfo fcinfo, double error_rate) {
         PG_ARGISNULL(0) ? nullptr : reinterpret_cast<AggregateState *>(PG_GETARG_POINTER(0));
     if (state == nullptr)
         state = new_auto_state(context, key_kind_of(get_fn_expr_argtype(fcinfo->flinfo, 1)),
-                               error_rate);
+                               error_rate, budget_of(fcinfo));
     if (!PG_ARGISNULL(1))
         collect(state, hash_key(PG_GETARG_DATUM(1), state->kind, kAutoVersion).low);
     return state;
@@ -108,7 +110,7 @@ extern "C" Datum bloom_agg_finalfn(PG_FUNCTION_ARGS) {
     // aggregate's result has been used, and window aggregates copy results before going on.
     if (!state->auto_sized) PG_RETURN_POINTER(state->filter);
     const bool spilled = state->spill != nullptr;
-    uint64_t distinct = spilled ? spill_finish(state, nullptr) : deduplicate_all(state, true);
+    uint64_t distinct = spilled ? spill_finish(state) : deduplicate_all(state, true);
     if (distinct == 0) PG_RETURN_NULL();
     Parameters parameters;
     report_parameters(size_filter(distinct, state->error_rate, &parameters), int64(distinct),
@@ -143,7 +145,7 @@ extern "C" Datum bloom_agg_combinefn(PG_FUNCTION_ARGS) {
         if (!source->auto_sized)
             PG_RETURN_POINTER(
                 sized_state_from(context, source->kind, source->filter, source->header));
-        target = new_auto_state(context, source->kind, source->error_rate);
+        target = new_auto_state(context, source->kind, source->error_rate, budget_of(fcinfo));
     }
     if (target->auto_sized != source->auto_sized)
         ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
