@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The Node.js client's benchmark (clients/node): Filter.contains against bloom_index_contains sent
-# through pg (1 client, a prepared statement, the same keys), round by round; the IndexFollower's
-# lag from COMMIT to a true answer over 10,000 inserts at interval = 100 ms; the longest stall of
-# the event loop while the follower loads a 1M-key filter. Prints the figures and the target rows
+# through pg (1 client, a prepared statement, the same keys), round by round; containsMany against
+# a loop of contains, per key (batches of 1000 keys, one run); the IndexFollower's lag from COMMIT
+# to a true answer over 10,000 inserts at interval = 100 ms; the longest stall of the event loop
+# while the follower loads a 1M-key filter. Prints the figures and the target rows
 # "what|measured|target|result"; with NODE_CLIENT_SUMMARY_FILE set, appends the rows there too
 # (for bench/run.sh). Needs the extension installed, nodejs and npm. Knobs: BENCH_LOOKUP_SECONDS
 # (2 per round and side), BENCH_LOOKUP_ROUNDS (5), BENCH_FOLLOWER_INSERTS (10000),

@@ -6,10 +6,12 @@
 // others the pages of bits changed since the last refresh. After REINDEX (another index under the
 // name, or new parameters) or a new connection it loads the whole filter again. Every row
 // committed before the start of the last successful refresh is found; `lag` says how long ago
-// that was. Nothing runs on the event loop for long: the filter arrives in 64 KB rows, each
-// decoded as it comes, and changes are pages of 8 KB.
+// that was. Nothing runs on the event loop for long: the filter arrives in 16 KB rows, each
+// decoded (and its bits counted) as it comes, and changes are pages of 8 KB. The follower is an
+// EventEmitter ("stale", "fresh", "reload", "capacity") with counters for metrics (stats()).
 
-import { Filter, HEADER_BYTES, Key, KeyType, Uuid } from "./core.js";
+import { EventEmitter } from "node:events";
+import { Filter, HEADER_BYTES, Key, KeyType, Uuid, bitsSet } from "./core.js";
 
 /** What the follower needs of a pg Client. */
 export interface FollowerClient {
@@ -78,6 +80,9 @@ SELECT pg_catalog.quote_ident(a.attname) AS name,
         SELECT pg_catalog.format_type(b.oid, NULL) FROM b WHERE b.typbasetype = 0) AS type
   FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_index i ON a.attrelid = i.indrelid
  WHERE i.indexrelid = $1::pg_catalog.oid AND a.attnum > 0 AND NOT a.attisdropped`;
+// Asked once per connection: the server process, and the extension's version.
+const CONNECTION = `SELECT pg_catalog.pg_backend_pid() AS pid,
+  (SELECT e.extversion FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'bloomfilter') AS extversion`;
 const CURRENT_LSN = `SELECT CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.pg_last_wal_replay_lsn()
   ELSE pg_catalog.pg_current_wal_insert_lsn() END::text AS lsn`;
 // The whole filter in rows of 16 KB (32 KB of hex: small enough for V8's young generation), from one call of bloom_index_filter (the CTE is materialized),
@@ -120,11 +125,171 @@ function asciiLower(text: string): string {
   return text.replace(/[A-Z]+/g, (s) => s.toLowerCase());
 }
 
-interface IndexState {
-  filter: Filter;
+/** What a key becomes before the filter's check: itself, the index's expression applied to it,
+ * or MAYBE when the follower cannot apply it as the server would. */
+type Transform = (key: Key) => Key | typeof MAYBE;
+
+interface Described {
   oid: number;
   keyType: KeyType | null;
-  transform: ((key: Key) => Key | typeof MAYBE) | null;
+  transform: Transform | null;
+}
+
+interface IndexState extends Described {
+  filter: Filter;
+  usage: Usage | null;
+  /** The "capacity" event was emitted for this copy (or the one it replaced, of the same index
+   * and parameters). */
+  overCapacity: boolean;
+}
+
+/** Why a filter was read whole again: a new connection, another index under the name or new
+ * parameters (REINDEX, drop and create), or reload(). */
+export type ReloadReason = "reconnect" | "rebuilt" | "requested";
+
+/** The follower's events and what their listeners receive. A listener that throws (or returns a
+ * promise that rejects) is reported with process.emitWarning and counted in stats().listenerErrors;
+ * the follower goes on. */
+export interface FollowerEvents {
+  /** The copy passed maxLag (never without maxLag): contains() answers true, "maybe", from now on
+   * until a refresh succeeds. `error`: the last refresh's, if it failed. */
+  stale: [{ lag: number; maxLag: number; error: unknown }];
+  /** A refresh succeeded after "stale": answers come from the copy again. `staleFor`: ms. */
+  fresh: [{ lag: number; staleFor: number }];
+  /** A filter was read whole again (the first loads, inside open(), are not reported). */
+  reload: [{ index: string; reason: ReloadReason; bytes: number; rows: number; milliseconds: number }];
+  /** The index holds more keys than it was built for, or answers "maybe" more often than its
+   * error_rate: bloom_index_info's needs_rebuild, from the copy, checked at each refresh (the
+   * first after open() included). Once per index (again after a rebuild with other parameters,
+   * if the new one is over too). */
+  capacity: [{ index: string } & IndexUsage];
+}
+
+/** How full a followed index is, as bloom_index_info computes it from the same bytes. */
+export interface IndexUsage {
+  capacity: number;
+  errorRate: number;
+  estimatedCount: number;
+  estimatedErrorRate: number;
+  needsRebuild: boolean;
+}
+
+/** Counters for an application's metrics: stats() of a follower. */
+export interface FollowerStats {
+  /** Milliseconds since the start of the last successful refresh (follower.lag). */
+  lag: number;
+  /** When that refresh started, in milliseconds since the epoch (Date.now()). */
+  lastRefresh: number | null;
+  /** Whether the copy is past maxLag (every answer "maybe"). */
+  stale: boolean;
+  /** Keys checked: contains() counts one, containsMany() one per key. */
+  checks: number;
+  /** Successful refreshes. */
+  refreshes: number;
+  /** Failed refreshes. */
+  errors: number;
+  /** Filters read whole (the first loads included). */
+  reloads: number;
+  /** Connections opened. */
+  reconnects: number;
+  /** Listeners of the follower's events that threw. */
+  listenerErrors: number;
+  /** Per index, in the order followed: how full it is. */
+  indexes: ({ index: string } & IndexUsage)[];
+}
+
+/** What answers: the follower, or follower.index(names), a part of its indexes. */
+export interface IndexChecker {
+  contains(key: Key): boolean;
+  containsMany(keys: Iterable<Key>): boolean[];
+}
+
+/**
+ * How full a copy is, kept current as pages change: the bits set in each block and the sums over
+ * blocks of bloom_info's estimates (count -(B/k) ln(1 - s/B), error rate (s/B)^k for a block of
+ * B bits with s set), from which needs_rebuild follows as bloom_index_info computes it.
+ */
+class Usage {
+  private countSum = 0;
+  private fullBlocks = 0;
+  private errorSum = 0;
+
+  constructor(private readonly filter: Filter, private readonly counts: Uint32Array) {
+    for (let b = 0; b < counts.length; b++) this.add(counts[b], 1);
+  }
+
+  private add(set: number, sign: number): void {
+    const blockBits = 2 ** this.filter.blockLog2, k = this.filter.hashes, fill = set / blockBits;
+    if (set === blockBits) this.fullBlocks += sign;
+    else this.countSum += sign * (-(blockBits / k) * Math.log1p(-fill));
+    this.errorSum += sign * Math.pow(fill, k);
+  }
+
+  /** Writes `bytes` at `offset` of the byte format with `write` (Filter.patch, which may throw:
+   * then nothing is counted), and counts the bits each block gained or lost. */
+  replace(offset: number, bytes: Uint8Array, write: () => void): void {
+    const blockBytes = 2 ** (this.filter.blockLog2 - 3), end = offset + bytes.byteLength, changes: number[] = [];
+    for (let at = Math.max(offset, HEADER_BYTES); at < end;) {
+      const block = Math.floor((at - HEADER_BYTES) / blockBytes);
+      if (block >= this.counts.length) break;
+      const next = Math.min(end, HEADER_BYTES + (block + 1) * blockBytes);
+      const change = bitsSet(bytes, at - offset, next - offset) - this.filter.bitsSetIn(at, next);
+      if (change !== 0) changes.push(block, change);
+      at = next;
+    }
+    write();
+    for (let c = 0; c < changes.length; c += 2) {
+      const block = changes[c], set = this.counts[block] + changes[c + 1];
+      this.add(this.counts[block], -1);
+      this.counts[block] = set;
+      this.add(set, 1);
+    }
+  }
+
+  get(): IndexUsage {
+    const f = this.filter, bits = f.blocks * 2 ** f.blockLog2, k = f.hashes;
+    const estimatedCount = this.fullBlocks > 0 ? Infinity : this.countSum;
+    const estimatedErrorRate = this.errorSum / f.blocks;
+    // bloom_index_info's needs_rebuild: the count past capacity by more than the estimate's own
+    // error (its bias, 0.1%, and four standard deviations at capacity keys), or the rate past
+    // 1.05 x error_rate.
+    const x = (k * f.capacity) / bits;
+    const needsRebuild = estimatedErrorRate > 1.05 * f.errorRate
+      || estimatedCount > 1.001 * f.capacity + 4 * Math.sqrt((bits / (k * k)) * (Math.exp(x) - 1 - x));
+    return { capacity: f.capacity, errorRate: f.errorRate, estimatedCount, estimatedErrorRate, needsRebuild };
+  }
+}
+
+/** Counts the bits set per block of a filter's byte format from its rows as they arrive, so that
+ * no single turn of the event loop counts the whole filter. */
+class BlockCounter {
+  counts: Uint32Array | null = null;
+  private offset = 0;
+  private shift = 0;
+
+  add(chunk: Uint8Array): void {
+    if (this.offset === 0 && chunk.byteLength >= HEADER_BYTES) {
+      const blockLog2 = chunk[5], blocks = new DataView(chunk.buffer, chunk.byteOffset).getUint32(8, true);
+      // A header Filter.fromBytes will refuse: nothing to count.
+      if (blockLog2 >= 12 && blockLog2 <= 24 && blocks * 2 ** (blockLog2 - 3) <= 0x40000000) {
+        this.counts = new Uint32Array(blocks);
+        this.shift = blockLog2 - 3;
+      }
+    }
+    const counts = this.counts;
+    if (counts !== null) {
+      const start = Math.max(0, HEADER_BYTES - this.offset), base = this.offset - HEADER_BYTES, shift = this.shift;
+      // Block by block: the part of the chunk in each.
+      for (let p = start; p < chunk.byteLength;) {
+        const block = (base + p) >>> shift;
+        if (block >= counts.length) break;
+        const next = Math.min(chunk.byteLength, (block + 1) * 2 ** shift - base);
+        counts[block] += bitsSet(chunk, p, next);
+        p = next;
+      }
+    }
+    this.offset += chunk.byteLength;
+  }
 }
 
 function isClient(value: unknown): value is FollowerClient {
@@ -145,14 +310,44 @@ function connectionLost(error: any): boolean {
 
 const now = () => performance.now();
 
+/** Calls the listeners of `event` with `payload`; one that throws, or whose promise rejects, is
+ * reported and counted, and the others still run. */
+function notify(emitter: EventEmitter & { listenerErrors: number }, event: string, payload: unknown): void {
+  for (const listener of emitter.rawListeners(event)) {
+    try {
+      const result: any = (listener as (payload: unknown) => unknown).call(emitter, payload);
+      if (result !== null && typeof result === "object" && typeof result.then === "function") {
+        result.then(undefined, (error: unknown) => listenerFailed(emitter, event, error));
+      }
+    } catch (error) {
+      listenerFailed(emitter, event, error);
+    }
+  }
+}
+
+function listenerFailed(emitter: { listenerErrors: number }, event: string, error: unknown): void {
+  emitter.listenerErrors += 1;
+  const reason = error instanceof Error ? error.stack : String(error);
+  process.emitWarning(`a listener of the bloomfilter follower's "${event}" event failed: ${reason}`, { code: "BLOOMFILTER_LISTENER" });
+}
+
+// The event methods, typed (EventEmitter's own take any name and any listener).
+export interface IndexFollower {
+  on<E extends keyof FollowerEvents>(event: E, listener: (...args: FollowerEvents[E]) => void): this;
+  once<E extends keyof FollowerEvents>(event: E, listener: (...args: FollowerEvents[E]) => void): this;
+  off<E extends keyof FollowerEvents>(event: E, listener: (...args: FollowerEvents[E]) => void): this;
+}
+
 /**
  * Follows bloomfilter indexes and answers contains(key) locally; several indexes (the shards of
- * one key) are answered as their union.
+ * one key) are answered as their union, and follower.index(name) answers for one of them.
  *
  *     const follower = await IndexFollower.open(process.env.DATABASE_URL, "users_email_bloom");
  *     if (!follower.contains(email)) ... // certainly not taken as of follower.lag ms ago
+ *
+ * An EventEmitter: "stale", "fresh", "reload" and "capacity" (FollowerEvents).
  */
-export class IndexFollower {
+export class IndexFollower extends EventEmitter implements IndexChecker {
   readonly indexNames: readonly string[];
   readonly interval: number;
   readonly maxLag: number;
@@ -161,6 +356,12 @@ export class IndexFollower {
   refreshes = 0;
   reloads = 0;
   reconnects = 0;
+  /** Failed refreshes. */
+  errors = 0;
+  /** Keys checked. */
+  checks = 0;
+  /** Listeners of the follower's events that threw. */
+  listenerErrors = 0;
   /** Queries sent, all refreshes together. */
   queries = 0;
   /** Rows of the last refresh's queries. */
@@ -169,13 +370,24 @@ export class IndexFollower {
   lastBytes = 0;
   /** The server process of the follower's connection. */
   backendPid: number | null = null;
+  /** The version of the bloomfilter extension in the followed database (pg_extension.extversion),
+   * read on each new connection. */
+  extensionVersion: string | null = null;
 
   private states: (IndexState | null)[];
   private lsns: (string | null)[];
+  /** Why each index's next load happens; null: its first. */
+  private reasons: (ReloadReason | null)[];
+  private readonly everyIndex: readonly number[];
   private client: FollowerClient | null = null;
   private lost = false;
   private readonly connect: (() => Promise<FollowerClient>) | null;
   private refreshedAt: number | null = null;
+  private refreshedAtWall: number | null = null;
+  /** When the copy was found past maxLag; null while it is not. */
+  private staleSince: number | null = null;
+  private staleEmitted = false;
+  private staleTimer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private timer: NodeJS.Timeout | null = null;
   private nextStart = 0;
@@ -183,6 +395,7 @@ export class IndexFollower {
   private readonly keepAlive: boolean;
 
   private constructor(connection: FollowerConnection, indexNames: string | string[], options: FollowerOptions) {
+    super();
     this.indexNames = Object.freeze(Array.isArray(indexNames) ? [...indexNames] : [indexNames]);
     if (this.indexNames.length === 0) throw new RangeError("no index to follow");
     this.interval = options.interval ?? 100;
@@ -191,6 +404,8 @@ export class IndexFollower {
     if (!(this.interval > 0)) throw new RangeError("interval must be a positive number of milliseconds");
     this.states = this.indexNames.map(() => null);
     this.lsns = this.indexNames.map(() => null);
+    this.reasons = this.indexNames.map(() => null);
+    this.everyIndex = Object.freeze(this.indexNames.map((_, i) => i));
     if (typeof connection === "function") {
       this.connect = async () => await (connection as () => FollowerClient | Promise<FollowerClient>)();
     } else if (isClient(connection)) {
@@ -235,9 +450,43 @@ export class IndexFollower {
    * bigint a number, bigint or string of digits, uuid a string or Uuid.
    */
   contains(key: Key): boolean {
+    return this.answer(key, this.everyIndex);
+  }
+
+  /** contains() of every key, in order, with one check of the copy's age for them all: the same
+   * answers, several times faster per key (Filter.containsMany). */
+  containsMany(keys: Iterable<Key>): boolean[] {
+    return this.answerMany(keys, this.everyIndex);
+  }
+
+  /** Answers for one of the followed indexes (or several names, as their union), with the
+   * follower's copies, freshness and counters: one connection following unrelated indexes. */
+  index(names: string | readonly string[]): IndexChecker {
+    const positions = (typeof names === "string" ? [names] : [...names]).map((name) => {
+      const i = this.indexNames.indexOf(name);
+      if (i < 0) throw new RangeError(`${name} is not one of the indexes followed (${this.indexNames.join(", ")})`);
+      return i;
+    });
+    if (positions.length === 0) throw new RangeError("no index named");
+    return {
+      contains: (key: Key) => this.answer(key, positions),
+      containsMany: (keys: Iterable<Key>) => this.answerMany(keys, positions),
+    };
+  }
+
+  /** Whether answers are "maybe" for their age (and, the first time, says so). */
+  private tooOld(): boolean {
     if (this.refreshedAt === null) throw new Error("the follower has not loaded its filters");
-    if (now() - this.refreshedAt > this.maxLag) return true;
-    for (let i = 0; i < this.states.length; i++) {
+    if (now() - this.refreshedAt <= this.maxLag) return false;
+    if (this.staleSince === null) this.becameStale();
+    return true;
+  }
+
+  private answer(key: Key, positions: readonly number[]): boolean {
+    this.checks += 1;
+    if (this.tooOld()) return true;
+    for (let p = 0; p < positions.length; p++) {
+      const i = positions[p];
       const state = this.states[i]!;
       let probe: Key | typeof MAYBE = key;
       if (state.transform !== null) probe = state.transform(key);
@@ -246,6 +495,51 @@ export class IndexFollower {
       if (state.filter.contains(probe, state.keyType ?? undefined)) return true;
     }
     return false;
+  }
+
+  // Each index is asked only for the keys the indexes before it answered false for, as
+  // contains() does key by key.
+  private answerMany(keys: Iterable<Key>, positions: readonly number[]): boolean[] {
+    const list: readonly Key[] = Array.isArray(keys) ? keys : Array.from(keys);
+    this.checks += list.length;
+    if (this.tooOld()) return new Array<boolean>(list.length).fill(true);
+    let answers: boolean[] | null = null;
+    let open: number[] | null = null; // the keys answered false so far, after the first index
+    for (let p = 0; p < positions.length; p++) {
+      const i = positions[p];
+      const state = this.states[i]!;
+      const asked: readonly Key[] = open === null ? list : open.map((j) => list[j]);
+      let probes: Key[] | readonly Key[] = asked;
+      let maybe: number[] | null = null;
+      if (state.transform !== null) {
+        const transformed: Key[] = new Array(asked.length);
+        for (let j = 0; j < asked.length; j++) {
+          const probe = state.transform(asked[j]);
+          if (probe === MAYBE) {
+            (maybe ??= []).push(j);
+            transformed[j] = "";
+          } else {
+            transformed[j] = probe;
+          }
+        }
+        probes = transformed;
+      } else if (state.keyType !== null) {
+        for (let j = 0; j < asked.length; j++) check(asked[j], state.keyType, this.indexNames[i]);
+      }
+      const found = state.filter.containsMany(probes, state.keyType ?? undefined);
+      if (maybe !== null) for (const j of maybe) found[j] = true;
+      if (answers === null) {
+        answers = found;
+      } else {
+        for (let j = 0; j < found.length; j++) if (found[j]) answers[open![j]] = true;
+      }
+      if (p + 1 < positions.length) {
+        open = [];
+        for (let j = 0; j < answers.length; j++) if (!answers[j]) open.push(j);
+        if (open.length === 0) break;
+      }
+    }
+    return answers!;
   }
 
   /** The current copies (format version 2), one per index. */
@@ -263,6 +557,46 @@ export class IndexFollower {
    * then. */
   get lag(): number {
     return this.refreshedAt === null ? Infinity : now() - this.refreshedAt;
+  }
+
+  /** Counters and gauges for an application's metrics (FollowerStats). */
+  stats(): FollowerStats {
+    return {
+      lag: this.lag, lastRefresh: this.refreshedAtWall, stale: this.lag > this.maxLag, checks: this.checks,
+      refreshes: this.refreshes, errors: this.errors, reloads: this.reloads, reconnects: this.reconnects,
+      listenerErrors: this.listenerErrors,
+      indexes: this.states.flatMap((state, i) => (state?.usage ? [{ index: this.indexNames[i], ...state.usage.get() }] : [])),
+    };
+  }
+
+  // -- staleness ------------------------------------------------------------------------------
+
+  /** The copy passed maxLag: "stale" is emitted after the code that noticed it returns (a
+   * listener never runs inside contains()), unless a refresh succeeded in between. */
+  private becameStale(): void {
+    if (this.staleSince !== null || this.closed) return;
+    const since = now();
+    this.staleSince = since;
+    const payload = { lag: this.lag, maxLag: this.maxLag, error: this.lastError };
+    queueMicrotask(() => {
+      if (this.staleSince !== since || this.closed) return;
+      this.staleEmitted = true;
+      notify(this, "stale", payload);
+    });
+  }
+
+  /** With maxLag, a timer for the moment the copy passes it, so that "stale" comes then, checks
+   * or none (a refresh that hangs included). */
+  private watchAge(): void {
+    if (this.staleTimer !== null) clearTimeout(this.staleTimer);
+    this.staleTimer = null;
+    if (!Number.isFinite(this.maxLag) || this.closed || this.staleSince !== null) return;
+    this.staleTimer = setTimeout(() => {
+      this.staleTimer = null;
+      if (this.lag > this.maxLag) this.becameStale();
+      else this.watchAge();
+    }, Math.max(0, this.maxLag - this.lag) + 1);
+    this.staleTimer.unref();
   }
 
   // -- keeping current --------------------------------------------------------------------
@@ -283,34 +617,57 @@ export class IndexFollower {
 
   private async refreshOnce(): Promise<void> {
     if (this.closed) throw new Error("the follower is closed");
-    const started = now();
+    const started = now(), startedWall = Date.now();
     let rows = 0, bytes = 0;
+    const over: number[] = [];
     try {
       // A connection that reported an error or its end: a new one now, not one failed query later.
       if (this.client !== null && this.lost) await this.dropConnection();
       if (this.client === null) await this.open();
-      if (this.backendPid === null) this.backendPid = (await this.query("SELECT pg_catalog.pg_backend_pid() AS pid", []))[0].pid;
+      if (this.backendPid === null) {
+        const [row] = await this.query(CONNECTION, []);
+        this.backendPid = row.pid;
+        this.extensionVersion = row.extversion;
+      }
       for (let i = 0; i < this.indexNames.length; i++) {
-        const [r, b] = this.states[i] === null || this.lsns[i] === null ? await this.load(i) : await this.applyChanges(i);
+        const [r, b] = this.states[i] === null || this.lsns[i] === null
+          ? await this.load(i, this.reasons[i]) : await this.applyChanges(i);
         rows += r;
         bytes += b;
+        const state = this.states[i]!;
+        // Not during open(): no listener yet, and the next refresh tells them.
+        if (this.refreshes > 0 && !state.overCapacity && state.usage?.get().needsRebuild) {
+          state.overCapacity = true;
+          over.push(i);
+        }
       }
     } catch (error) {
       this.lastError = error;
+      this.errors += 1;
       if (this.lost || connectionLost(error)) await this.dropConnection();
       throw error;
     }
     this.lastRows = rows;
     this.lastBytes = bytes;
     this.refreshedAt = started;
+    this.refreshedAtWall = startedWall;
     this.refreshes += 1;
     this.lastError = null;
+    if (this.staleSince !== null) {
+      const staleFor = now() - this.staleSince;
+      this.staleSince = null;
+      if (this.staleEmitted) notify(this, "fresh", { lag: this.lag, staleFor });
+      this.staleEmitted = false;
+    }
+    this.watchAge();
+    for (const i of over) notify(this, "capacity", { index: this.indexNames[i], ...this.states[i]!.usage!.get() });
   }
 
   /** Reads every filter whole again (as after a reconnection), then refreshes as usual. */
   async reload(): Promise<void> {
     while (this.running !== null) await this.running.catch(() => undefined);
     this.lsns = this.lsns.map(() => null);
+    this.reasons = this.reasons.map(() => "requested");
     await this.refresh();
   }
 
@@ -335,6 +692,8 @@ export class IndexFollower {
   async close(): Promise<void> {
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
+    if (this.staleTimer !== null) clearTimeout(this.staleTimer);
+    this.staleTimer = null;
     if (this.running !== null) await this.running.catch(() => undefined);
     this.closed = true;
     await this.dropConnection();
@@ -359,6 +718,7 @@ export class IndexFollower {
     // The new connection may reach another server (a standby promoted after a failover), whose
     // WAL positions are not the old one's: every filter is read whole again.
     this.lsns = this.lsns.map(() => null);
+    this.reasons = this.states.map((state) => (state === null ? null : "reconnect"));
   }
 
   private async dropConnection(): Promise<void> {
@@ -379,7 +739,7 @@ export class IndexFollower {
     return result.rows;
   }
 
-  private async describe(i: number): Promise<Omit<IndexState, "filter">> {
+  private async describe(i: number): Promise<Described> {
     const name = this.indexNames[i];
     const rows = await this.query(DESCRIBE, [name]);
     if (rows.length === 0) throw new Error(`index ${name} not found`);
@@ -418,18 +778,24 @@ export class IndexFollower {
     return { oid: row.oid, keyType: "text", transform };
   }
 
-  private async load(i: number): Promise<[number, number]> {
+  private async load(i: number, reason: ReloadReason | null): Promise<[number, number]> {
+    const started = now();
     const described = await this.describe(i);
     const lsn: string = (await this.query(CURRENT_LSN, []))[0].lsn;
     // Through a cursor, a few rows per round trip: the event loop runs between them, where one
-    // result of 2.4 MB of hex would be decoded in one go.
+    // result of 2.4 MB of hex would be decoded in one go. The bits set per block are counted as
+    // the rows come, for the "capacity" event.
     const chunks: Buffer[] = [];
+    const counter = new BlockCounter();
     await this.query("BEGIN", []);
     try {
       await this.query(`DECLARE bloom_follower_load NO SCROLL CURSOR FOR ${LOAD}`, [described.oid]);
       for (;;) {
         const rows = await this.query(`FETCH ${FETCH_ROWS} FROM bloom_follower_load`, []);
-        for (const row of rows) chunks.push(row.bytes);
+        for (const row of rows) {
+          chunks.push(row.bytes);
+          counter.add(row.bytes);
+        }
         if (rows.length < FETCH_ROWS) break;
       }
       await this.query("COMMIT", []);
@@ -438,9 +804,19 @@ export class IndexFollower {
       throw error;
     }
     const filter = Filter.fromBytes(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
-    this.states[i] = { ...described, filter };
+    const usage = counter.counts !== null && counter.counts.length === filter.blocks ? new Usage(filter, counter.counts) : null;
+    // The same index with the same parameters was over its capacity already: said once.
+    const before = this.states[i];
+    const overCapacity = before !== null && before.overCapacity && before.oid === described.oid
+      && before.filter.capacity === filter.capacity && before.filter.errorRate === filter.errorRate;
+    this.states[i] = { ...described, filter, usage, overCapacity };
     this.lsns[i] = lsn;
     this.reloads += 1;
+    if (reason !== null) {
+      notify(this, "reload", {
+        index: this.indexNames[i], reason, bytes: filter.byteLength, rows: chunks.length, milliseconds: now() - started,
+      });
+    }
     return [chunks.length, filter.byteLength];
   }
 
@@ -454,12 +830,16 @@ export class IndexFollower {
       // Another index under the name (REINDEX CONCURRENTLY, or dropped and created) or new
       // parameters: read it whole. Until the new copy is complete (and if reading it fails)
       // contains() answers from the current one, as of the last refresh.
-      const [loadRows, loadBytes] = await this.load(i);
+      const [loadRows, loadBytes] = await this.load(i, "rebuilt");
       return [rows.length + loadRows, bytes + loadBytes];
     }
     const filter = state.filter;
     filter.patch(0, first.bytes.subarray(0, HEADER_BYTES));
-    for (let r = 1; r < rows.length; r++) filter.patch(Number(rows[r].byte_offset), rows[r].bytes);
+    for (let r = 1; r < rows.length; r++) {
+      const offset = Number(rows[r].byte_offset), bytes: Buffer = rows[r].bytes;
+      if (state.usage !== null) state.usage.replace(offset, bytes, () => filter.patch(offset, bytes));
+      else filter.patch(offset, bytes);
+    }
     this.lsns[i] = first.next_lsn;
     return [rows.length, bytes];
   }
@@ -473,14 +853,34 @@ function check(key: Key, keyType: KeyType, index: string): void {
   if (!ok) throw new TypeError(`index ${index} has keys of type ${keyType}, not ${key?.constructor?.name ?? typeof key}`);
 }
 
+// The event methods, typed.
+export interface ShardedIndexFollower {
+  on<E extends keyof FollowerEvents>(event: E, listener: (...args: [FollowerEvents[E][0] & { shard: number }]) => void): this;
+  once<E extends keyof FollowerEvents>(event: E, listener: (...args: [FollowerEvents[E][0] & { shard: number }]) => void): this;
+  off<E extends keyof FollowerEvents>(event: E, listener: (...args: [FollowerEvents[E][0] & { shard: number }]) => void): this;
+}
+
 /**
  * Follows the same index on several servers (the shards of a table) and answers for their
  * union: contains(key) is false only if no shard's copy has the key. Each shard has its own
  * IndexFollower (connection, timer, reconnection); with maxLag, one stale shard is enough for
- * contains() to answer true.
+ * contains() to answer true. Its events are its shards', with `shard`, the shard's position in
+ * `followers`.
  */
-export class ShardedIndexFollower {
-  private constructor(readonly indexNames: string | string[], readonly followers: readonly IndexFollower[]) {}
+export class ShardedIndexFollower extends EventEmitter implements IndexChecker {
+  /** Keys checked. */
+  checks = 0;
+  /** Listeners of the events that threw. */
+  listenerErrors = 0;
+
+  private constructor(readonly indexNames: string | string[], readonly followers: readonly IndexFollower[]) {
+    super();
+    followers.forEach((follower, shard) => {
+      for (const event of ["stale", "fresh", "reload", "capacity"] as const) {
+        follower.on(event, (payload: object) => notify(this, event, { ...payload, shard }));
+      }
+    });
+  }
 
   /** One IndexFollower per connection (one per shard), each loaded before this resolves. */
   static async open(connections: FollowerConnection[], indexNames: string | string[], options: FollowerOptions = {}): Promise<ShardedIndexFollower> {
@@ -498,8 +898,42 @@ export class ShardedIndexFollower {
   /** false: no shard has a row with this key committed before its last successful refresh;
    * true: one probably has. */
   contains(key: Key): boolean {
+    this.checks += 1;
     for (const follower of this.followers) if (follower.contains(key)) return true;
     return false;
+  }
+
+  /** contains() of every key, in order: one containsMany per shard, for the keys the shards before
+   * it answered false for. */
+  containsMany(keys: Iterable<Key>): boolean[] {
+    return this.answerMany(keys, this.followers);
+  }
+
+  /** Answers for one of the followed indexes (or several names, as their union) on every shard. */
+  index(names: string | readonly string[]): IndexChecker {
+    const checkers = this.followers.map((follower) => follower.index(names));
+    return {
+      contains: (key: Key) => {
+        this.checks += 1;
+        for (const checker of checkers) if (checker.contains(key)) return true;
+        return false;
+      },
+      containsMany: (keys: Iterable<Key>) => this.answerMany(keys, checkers),
+    };
+  }
+
+  private answerMany(keys: Iterable<Key>, checkers: readonly IndexChecker[]): boolean[] {
+    const list: readonly Key[] = Array.isArray(keys) ? keys : Array.from(keys);
+    this.checks += list.length;
+    const answers = checkers[0].containsMany(list);
+    for (let s = 1; s < checkers.length; s++) {
+      const open: number[] = [];
+      for (let j = 0; j < answers.length; j++) if (!answers[j]) open.push(j);
+      if (open.length === 0) break;
+      const found = checkers[s].containsMany(open.map((j) => list[j]));
+      for (let j = 0; j < found.length; j++) if (found[j]) answers[open[j]] = true;
+    }
+    return answers;
   }
 
   /** The largest of the shards' lags: every "absent" is as of at most this long ago. */
@@ -509,6 +943,24 @@ export class ShardedIndexFollower {
 
   isFresh(maxLag?: number): boolean {
     return this.followers.every((f) => f.isFresh(maxLag));
+  }
+
+  /** The shards' counters added up; lag the largest, lastRefresh the oldest, stale if one is;
+   * `shards`: each shard's own. checks counts this object's checks. */
+  stats(): FollowerStats & { shards: FollowerStats[] } {
+    const shards = this.followers.map((f) => f.stats());
+    const sum = (field: "refreshes" | "errors" | "reloads" | "reconnects" | "listenerErrors") =>
+      shards.reduce((total, s) => total + s[field], 0);
+    const refreshed = shards.map((s) => s.lastRefresh);
+    return {
+      lag: this.lag,
+      lastRefresh: refreshed.includes(null) ? null : Math.min(...(refreshed as number[])),
+      stale: shards.some((s) => s.stale),
+      checks: this.checks, refreshes: sum("refreshes"), errors: sum("errors"), reloads: sum("reloads"),
+      reconnects: sum("reconnects"), listenerErrors: sum("listenerErrors") + this.listenerErrors,
+      indexes: shards.flatMap((s) => s.indexes),
+      shards,
+    };
   }
 
   /** Refreshes every shard; rejects with the first shard's error once all were tried. */

@@ -1,13 +1,16 @@
 // pg-bloomfilter: read, check, build and follow the Bloom filters of the PostgreSQL extension
 // bloomfilter in the application's own memory.
 export {
-  Filter, Uuid, BloomFormatError, MESSAGES, FORMAT_VERSIONS, FORMAT_VERSION_1, FORMAT_VERSION_2, HEADER_BYTES,
+  Filter, Uuid, BloomFormatError, NewerFormatVersionError, MESSAGES, FORMAT_VERSIONS, FORMAT_VERSION_1, FORMAT_VERSION_2, HEADER_BYTES,
   keyBytes, keyHash, shardOf, readHeader, positionMultiplier,
 } from "./core.js";
 export type { Key, KeyType, Info, Header, Status } from "./core.js";
+export { CLIENT_NAME, CLIENT_VERSION } from "./version.js";
 export { registerPg, BinaryResultsUnsupportedError } from "./pg.js";
 export type { PgClientLike, PgPoolLike, PgRegistration } from "./pg.js";
 export { registerPostgres } from "./postgres.js";
 export type { PostgresSqlLike } from "./postgres.js";
 export { IndexFollower, ShardedIndexFollower, UnsupportedIndexError } from "./follow.js";
-export type { FollowerClient, FollowerConnection, FollowerOptions } from "./follow.js";
+export type {
+  FollowerClient, FollowerConnection, FollowerOptions, FollowerEvents, FollowerStats, IndexChecker, IndexUsage, ReloadReason,
+} from "./follow.js";

@@ -1,7 +1,9 @@
 // IndexFollower against a server: it finds every row committed before its last refresh, under 8
 // concurrent writers, through a dropped connection and REINDEX CONCURRENTLY; costs one query per
-// index when nothing changed; applies lower(); answers "maybe" past maxLag; and answers several
-// indexes as their union.
+// index when nothing changed; applies lower(); answers "maybe" past maxLag; answers several
+// indexes as their union, or one of them (index()); containsMany answers as contains; its events,
+// stats() and the extension's version.
+import { once } from "node:events";
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -242,6 +244,209 @@ describe("IndexFollower", { skip: !HAVE_SERVER && "no server: set PGHOST (test/r
     }
   });
 
+  test("containsMany: the answers of contains for every key type, one check of the copy's age per call", async () => {
+    const [table, index] = await makeTable();
+    await conn.query(`INSERT INTO ${table} (email) SELECT 'user' || i || '@mail.com' FROM generate_series(1, 3000) i`);
+    const [lowerTable, lowerIndex] = await makeTable({ expression: "lower(email)" });
+    await conn.query(`INSERT INTO ${lowerTable} (email) SELECT 'User' || i || '@Mail.com' FROM generate_series(1, 500) i`);
+    const [bigTable, bigIndex] = await makeTable({ columnType: "bigint" });
+    await conn.query(`INSERT INTO ${bigTable} (email) SELECT i * 7 FROM generate_series(1, 500) i`);
+    const [uuidTable, uuidIndex] = await makeTable({ columnType: "uuid" });
+    await conn.query(`INSERT INTO ${uuidTable} (email) SELECT md5(i::text)::uuid FROM generate_series(1, 500) i`);
+    const text = await IndexFollower.open(() => db.client(), index, { start: false, maxLag: 300 });
+    const lower = await IndexFollower.open(() => db.client(), lowerIndex, { start: false });
+    const big = await IndexFollower.open(() => db.client(), bigIndex, { start: false });
+    const uuid = await IndexFollower.open(() => db.client(), uuidIndex, { start: false });
+    // Two indexes answered as their union: each asked only for the keys the one before said no to.
+    const union = await IndexFollower.open(() => db.client(), [index, lowerIndex], { start: false });
+    try {
+      const same = (follower, keys) => assert.deepEqual(follower.containsMany(keys), keys.map((k) => follower.contains(k)));
+      const emails = Array.from({ length: 6000 }, (_, i) => `user${i}@mail.com`);
+      same(text, emails);
+      assert.equal(text.containsMany(emails).filter(Boolean).length >= 3000, true);
+      // Non-ASCII keys of a lower() index under C.UTF-8 answer "maybe", in a batch too.
+      const mixedCase = Array.from({ length: 1500 }, (_, i) => [`USER${i}@mail.com`, `user${i}@MAIL.COM`, `Ünknown${i}@mail.com`][i % 3]);
+      same(lower, mixedCase);
+      assert.ok(lower.containsMany(["Ünknown@mail.com"])[0]);
+      same(union, [...emails.slice(0, 500), ...mixedCase]);
+      const numbers = Array.from({ length: 1000 }, (_, i) => [i, BigInt(i), String(i)][i % 3]);
+      same(big, numbers);
+      const { rows } = await conn.query("SELECT md5(i::text)::uuid::text AS u FROM generate_series(1, 1000) i");
+      same(uuid, rows.flatMap((r, i) => (i % 2 ? [r.u] : [new Uuid(r.u.toUpperCase())])));
+      // A key of another type is refused, as by contains().
+      assert.throws(() => text.containsMany(["a", 42]), TypeError);
+      assert.throws(() => lower.containsMany(["a", Buffer.from("x")]), TypeError);
+      assert.throws(() => big.containsMany([1, Buffer.from("x")]), TypeError);
+      // One reading of the clock for a whole batch, as the age check is once per call.
+      const checks = text.stats().checks;
+      const clock = performance.now;
+      let readings = 0;
+      performance.now = function () { readings += 1; return clock.call(this); };
+      try {
+        text.containsMany(emails);
+      } finally {
+        performance.now = clock;
+      }
+      assert.equal(readings, 1);
+      assert.equal(text.stats().checks, checks + emails.length);
+      // Past maxLag, every answer is "maybe", as contains() says.
+      await sleep(350);
+      assert.deepEqual(text.containsMany(["ghost@mail.com", "user1@mail.com"]), [true, true]);
+      assert.equal(text.contains("ghost@mail.com"), true);
+      await text.refresh();
+      assert.deepEqual(text.containsMany(["ghost@mail.com", "user1@mail.com"]), [false, true]);
+    } finally {
+      await Promise.all([text, lower, big, uuid, union].map((f) => f.close()));
+    }
+  });
+
+  test("one connection, several unrelated indexes: index(name) answers for one", async () => {
+    const [textTable, textIndex] = await makeTable();
+    const [bigTable, bigIndex] = await makeTable({ columnType: "bigint" });
+    await conn.query(`INSERT INTO ${textTable} (email) VALUES ('a@mail.com')`);
+    await conn.query(`INSERT INTO ${bigTable} (email) VALUES (42)`);
+    const follower = await IndexFollower.open(() => db.client(), [textIndex, bigIndex], { start: false });
+    try {
+      const emails = follower.index(textIndex), ids = follower.index([bigIndex]);
+      assert.equal(emails.contains("a@mail.com"), true);
+      assert.equal(emails.contains("b@mail.com"), false);
+      assert.equal(ids.contains(42), true);
+      assert.deepEqual(ids.containsMany([42, 43n, "42"]), [true, false, true]);
+      assert.throws(() => emails.contains(42), TypeError);
+      assert.throws(() => follower.index("no_such_index"), RangeError);
+      await conn.query(`INSERT INTO ${bigTable} (email) VALUES (43)`);
+      const queries = follower.queries;
+      await follower.refresh();
+      assert.equal(follower.queries, queries + 2);
+      assert.equal(ids.contains(43), true);
+      assert.equal(follower.stats().checks, 8);
+      // The extension's version, read with the connection.
+      const { rows: [row] } = await conn.query("SELECT extversion FROM pg_extension WHERE extname = 'bloomfilter'");
+      assert.equal(follower.extensionVersion, row.extversion);
+      assert.match(follower.extensionVersion, /^\d+\.\d+/);
+    } finally {
+      await follower.close();
+    }
+  });
+
+  test("events: stale and fresh, reload and its reason, a listener that throws; stats()", async () => {
+    const [table, index] = await makeTable();
+    const opened = Date.now();
+    const follower = await IndexFollower.open(() => db.client(), index, { start: false, maxLag: 200 });
+    const events = [];
+    for (const name of ["stale", "fresh", "reload", "capacity"]) follower.on(name, (e) => events.push([name, e]));
+    follower.on("stale", () => { throw new Error("a listener's bug"); });
+    let after = 0;
+    follower.on("stale", () => { after += 1; });
+    const warned = once(process, "warning");
+    try {
+      let stats = follower.stats();
+      assert.ok(stats.lastRefresh >= opened && stats.lastRefresh <= Date.now());
+      assert.deepEqual([stats.refreshes, stats.reloads, stats.errors, stats.checks, stats.stale], [1, 1, 0, 0, false]);
+      assert.ok(stats.lag >= 0 && stats.lag < 200);
+      // No check and no refresh: the copy passes maxLag, and "stale" says so when it does.
+      await sleep(300);
+      assert.deepEqual(events.map(([name]) => name), ["stale"]);
+      assert.ok(events[0][1].lag > 200 && events[0][1].maxLag === 200);
+      const [warning] = await warned;
+      assert.equal(warning.code, "BLOOMFILTER_LISTENER");
+      assert.equal(after, 1);
+      assert.equal(follower.stats().listenerErrors, 1);
+      assert.ok(follower.stats().stale);
+      assert.equal(follower.contains("x@mail.com"), true);
+      await follower.refresh();
+      assert.equal(events[1][0], "fresh");
+      assert.ok(events[1][1].staleFor >= 80);
+      assert.equal(follower.contains("x@mail.com"), false);
+      // Stale again: one "stale", however many checks see it (and never inside a check).
+      await sleep(210);
+      assert.equal(follower.contains("x@mail.com"), true);
+      assert.equal(follower.contains("x@mail.com"), true);
+      await sleep(20);
+      assert.deepEqual(events.map(([name]) => name), ["stale", "fresh", "stale"]);
+      await follower.reload();
+      assert.deepEqual(events.slice(3).map(([name, e]) => [name, e.reason ?? null]), [["reload", "requested"], ["fresh", null]]);
+      assert.equal(events[3][1].index, index);
+      assert.ok(events[3][1].bytes > 36 && events[3][1].rows >= 1);
+      // A new connection reads the filter whole: "reconnect". (The refresh that finds the
+      // connection gone fails, when the driver has not said so before.)
+      const reloads = () => events.filter(([name]) => name === "reload").map(([, e]) => e.reason);
+      let failures = 0;
+      await conn.query("SELECT pg_terminate_backend($1)", [follower.backendPid]);
+      await sleep(50);
+      await follower.refresh().catch(async () => { failures += 1; await follower.refresh(); });
+      assert.deepEqual(reloads(), ["requested", "reconnect"]);
+      // A failed refresh counts as an error; the index made again is read whole: "rebuilt".
+      await conn.query(`DROP INDEX ${index}`);
+      await assert.rejects(follower.refresh());
+      await conn.query(`CREATE INDEX ${index} ON ${table} USING bloomfilter (email) WITH (capacity = 1000, error_rate = 0.01)`);
+      await follower.refresh();
+      assert.deepEqual(reloads(), ["requested", "reconnect", "rebuilt"]);
+      stats = follower.stats();
+      assert.equal(stats.errors, failures + 1);
+      assert.equal(stats.refreshes, 5);
+      assert.equal(stats.reloads, 4);
+      assert.equal(stats.checks, 4);
+      assert.equal(follower.contains("x@mail.com"), false);
+    } finally {
+      await follower.close();
+    }
+  });
+
+  test("capacity: once the index holds more keys than it was built for, as bloom_index_info says", async () => {
+    const [table, index] = await makeTable({ capacity: 1000 });
+    await conn.query(`INSERT INTO ${table} (email) SELECT 'c' || i || '@mail.com' FROM generate_series(1, 900) i`);
+    const follower = await IndexFollower.open(() => db.client(), index, { start: false });
+    const over = [];
+    follower.on("capacity", (e) => over.push(e));
+    const serverInfo = async () => (await conn.query({ text: "SELECT * FROM bloom_index_info($1)", values: [index] })).rows[0];
+    const sameAsServer = async () => {
+      const [ours] = follower.stats().indexes, theirs = await serverInfo();
+      assert.equal(ours.index, index);
+      assert.ok(Math.abs(ours.estimatedCount - theirs.estimated_count) <= 1e-9 * theirs.estimated_count, `${ours.estimatedCount} / ${theirs.estimated_count}`);
+      assert.ok(Math.abs(ours.estimatedErrorRate - theirs.estimated_error_rate) <= 1e-9 * theirs.estimated_error_rate);
+      assert.equal(ours.needsRebuild, theirs.needs_rebuild);
+      return ours;
+    };
+    try {
+      await follower.refresh();
+      assert.equal((await sameAsServer()).needsRebuild, false);
+      assert.equal(over.length, 0);
+      await conn.query(`INSERT INTO ${table} (email) SELECT 'd' || i || '@mail.com' FROM generate_series(1, 3000) i`);
+      await follower.refresh();
+      assert.equal((await sameAsServer()).needsRebuild, true);
+      assert.equal(over.length, 1);
+      assert.equal(over[0].index, index);
+      assert.ok(over[0].estimatedCount > 3000 && over[0].capacity === 1000 && over[0].needsRebuild);
+      await conn.query(`INSERT INTO ${table} (email) SELECT 'e' || i || '@mail.com' FROM generate_series(1, 100) i`);
+      await follower.refresh();
+      await follower.reload();
+      assert.equal(over.length, 1);
+      await sameAsServer();
+      // Resized: within capacity again; over it later, said again.
+      await conn.query(`ALTER INDEX ${index} SET (capacity = 100000)`);
+      await conn.query(`REINDEX INDEX ${index}`);
+      await follower.refresh();
+      assert.equal((await sameAsServer()).needsRebuild, false);
+    } finally {
+      await follower.close();
+    }
+    // Over capacity from the start: told at the first refresh after open().
+    await conn.query(`ALTER INDEX ${index} SET (capacity = 100)`);
+    await conn.query(`REINDEX INDEX ${index}`);
+    const early = await IndexFollower.open(() => db.client(), index, { start: false });
+    const told = [];
+    try {
+      early.on("capacity", (e) => told.push(e));
+      assert.equal(early.stats().indexes[0].needsRebuild, true);
+      await early.refresh();
+      await early.refresh();
+      assert.equal(told.length, 1);
+    } finally {
+      await early.close();
+    }
+  });
+
   test("ShardedIndexFollower: the same index on several servers, answered as their union", async () => {
     // Two databases stand for two servers: each shard has its own connections.
     const other = await createDatabase("bloomfilter_node_shard");
@@ -268,6 +473,12 @@ describe("IndexFollower", { skip: !HAVE_SERVER && "no server: set PGHOST (test/r
           else absent ??= `c${i}@mail.com`;
         }
         assert.ok(ghosts < 100, `${ghosts} false positives`);
+        const keys = [];
+        for (let i = 1; i <= 1000; i++) keys.push(`a${i}@mail.com`, `b${i}@mail.com`, `c${i}@mail.com`);
+        const checks = follower.stats().checks;
+        assert.deepEqual(follower.containsMany(keys), keys.map((k) => follower.contains(k)));
+        assert.equal(follower.stats().checks, checks + 2 * keys.length);
+        assert.deepEqual(follower.index("signups_bloom").containsMany(keys.slice(0, 30)), keys.slice(0, 30).map((k) => follower.contains(k)));
         assert.ok(follower.isFresh());
         // One shard stale past maxLag: every answer is "maybe".
         await sleep(300);
@@ -275,6 +486,8 @@ describe("IndexFollower", { skip: !HAVE_SERVER && "no server: set PGHOST (test/r
         await sleep(150);
         assert.ok(!follower.isFresh() && follower.lag > 400);
         assert.equal(follower.contains(absent), true);
+        assert.deepEqual(follower.containsMany([absent, absent]), [true, true]);
+        assert.ok(follower.stats().stale && follower.stats().shards[1].stale && !follower.stats().shards[0].stale);
       } finally {
         await follower.close();
       }

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import {
-  Filter, Uuid, BloomFormatError, MESSAGES, keyBytes, keyHash, shardOf,
+  Filter, Uuid, BloomFormatError, NewerFormatVersionError, MESSAGES, CLIENT_VERSION, keyBytes, keyHash, shardOf,
 } from "pg-bloomfilter";
 
 const GOLDEN = process.env.BLOOMFILTER_GOLDEN
@@ -121,4 +121,73 @@ test("operations, errors and the CommonJS build", () => {
   const cjs = createRequire(import.meta.url)("pg-bloomfilter");
   assert.ok(cjs.Filter.fromBytes(a.toBytes()).contains("x"));
   assert.equal(cjs.shardOf("x", 64), shardOf("x", 64));
+});
+
+// Keys for containsMany: every golden key in each of its spellings, strings the batch encodes apart
+// (non-ASCII, unpaired surrogates, one string's high surrogate before the next one's low one),
+// keys past XXH3's short paths and past the batch's room (its memory grows), integers at the
+// edges of both encodings.
+function batchKeys() {
+  const keys = [...KEYS];
+  for (const entry of VECTORS.keys) if (entry.type === "text") keys.push(Buffer.from(entry.key, "utf8"));
+  keys.push("", "a", "é", "😀", "\ud800", "\udc00", "x\ud83d", "\ude00y", "\ud83d", "", "\ude00", "a\ud83d\ude00b",
+    "ü".repeat(300), "x".repeat(241), "y".repeat(300_000), "Ключ".repeat(70_000), Buffer.alloc(300_000, 7),
+    0, 1, -1, 2 ** 32, -(2 ** 32), 2 ** 32 - 1, 2 ** 53 - 1, -(2 ** 53 - 1), 0n, -(2n ** 63n), 2n ** 63n - 1n,
+    new Uint8Array(0), new Uint8Array([1, 2, 3]), Buffer.from("abc"), new Uuid("00000000-0000-0000-0000-000000000000"));
+  for (let i = 0; i < 3000; i++) keys.push(i % 3 === 0 ? `user${i}@mail.com` : i % 3 === 1 ? i : `Ключ ${i}`);
+  return keys;
+}
+
+test("containsMany answers as contains, for every key type, both versions", () => {
+  const keys = batchKeys();
+  for (const spec of VECTORS.filters) {
+    const f = Filter.empty(spec.capacity, spec.error_rate, spec.version);
+    const what = `${spec.capacity}@${spec.error_rate} v${spec.version}`;
+    // Half the keys added, and every string with a surrogate (add() refuses unpaired ones: their
+    // UTF-8 with U+FFFD, which is what contains() hashes): both answers occur.
+    keys.forEach((key, i) => {
+      if (typeof key === "string" && /[\ud800-\udfff]/.test(key)) f.add(Buffer.from(key, "utf8"));
+      else if (i % 2 === 0) f.add(key);
+    });
+    const many = f.containsMany(keys);
+    assert.equal(many.length, keys.length, what);
+    keys.forEach((key, i) => assert.equal(many[i], f.contains(key), `${what}: key ${i}`));
+    assert.ok(many.includes(true) && many.includes(false), what);
+    // Other iterables, typed strings, empty input.
+    assert.deepEqual(f.containsMany(new Set(keys.slice(0, 50))), many.slice(0, 50), what);
+    assert.deepEqual(f.containsMany((function* () { yield* keys.slice(0, 10); })()), many.slice(0, 10), what);
+    const uuids = VECTORS.keys.filter((e) => e.type === "uuid").map((e) => e.key);
+    assert.deepEqual(f.containsMany(uuids, "uuid"), uuids.map((u) => f.contains(u, "uuid")), what);
+    const bigints = VECTORS.keys.filter((e) => e.type === "bigint").map((e) => e.key);
+    assert.deepEqual(f.containsMany(bigints, "bigint"), bigints.map((b) => f.contains(b, "bigint")), what);
+    assert.deepEqual(f.containsMany(["a", "é"], "bytea"), [f.contains("a", "bytea"), f.contains("é", "bytea")], what);
+    assert.deepEqual(f.containsMany([]), [], what);
+  }
+  // A key contains() refuses is refused with the same error, wherever it is in the list.
+  const f = Filter.empty(1000, 0.01);
+  for (const [bad, type] of [[true, undefined], [1.5, undefined], [2 ** 53, undefined], [2n ** 63n, undefined], [null, undefined],
+    [{}, undefined], [7, "text"], ["x", "uuid"], ["12a", "bigint"], [Buffer.from("x"), "uuid"], ["x", "int"]]) {
+    const expected = (() => { try { f.contains(bad, type); } catch (error) { return error; } })();
+    assert.ok(expected instanceof Error, `${String(bad)} ${type}`);
+    const list = type === undefined ? ["a", 1, bad, "b"] : [bad];
+    assert.throws(() => f.containsMany(list, type), (error) => error.constructor === expected.constructor && error.message === expected.message);
+  }
+});
+
+test("a format version newer than the client's is refused, saying to upgrade it", () => {
+  const version = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")).version;
+  assert.equal(CLIENT_VERSION, version);
+  const data = Filter.empty(1000, 0.01).toBytes();
+  data[4] = 3;
+  assert.throws(() => Filter.fromBytes(data), (error) => {
+    assert.ok(error instanceof NewerFormatVersionError && error instanceof BloomFormatError);
+    assert.equal(error.status, "unsupported_version");
+    assert.equal(error.formatVersion, 3);
+    assert.equal(error.message, `invalid bloom value: unsupported bloom format version 3: newer than this client `
+      + `(pg-bloomfilter ${version} reads format versions 1 and 2): upgrade the Node client`);
+    return true;
+  });
+  data[4] = 0;
+  assert.throws(() => Filter.fromBytes(data), (error) => !(error instanceof NewerFormatVersionError)
+    && error.message === "invalid bloom value: unsupported bloom format version");
 });
