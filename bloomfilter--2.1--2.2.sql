@@ -1,5 +1,6 @@
--- bloomfilter 2.1 -> 2.2: checks that name the index by text, resolved at each call, and
--- bloom_index_contains_key, the check of an expression index's key as the index holds it.
+-- bloomfilter 2.1 -> 2.2: checks that name the index by text, resolved at each call,
+-- bloom_index_contains_key, the check of an expression index's key as the index holds it, and
+-- bloom_index_layers, the layers of an index that grows (WITH (expansion = N)).
 \echo Use "ALTER EXTENSION bloomfilter UPDATE TO '2.2'" to load this file. \quit
 
 -- The index by name: resolved when each call runs (its table and the index locked, other
@@ -47,3 +48,17 @@ COMMENT ON FUNCTION bloom_index_contains_key(pg_catalog.regclass, pg_catalog.tex
 COMMENT ON FUNCTION bloom_index_contains_key(pg_catalog.regclass, pg_catalog.bytea) IS 'false: no row of the index''s table has this key (the value of the index''s expression); true: one probably has';
 COMMENT ON FUNCTION bloom_index_contains_key(pg_catalog.regclass, pg_catalog.int8) IS 'false: no row of the index''s table has this key (the value of the index''s expression); true: one probably has';
 COMMENT ON FUNCTION bloom_index_contains_key(pg_catalog.regclass, pg_catalog.uuid) IS 'false: no row of the index''s table has this key (the value of the index''s expression); true: one probably has';
+
+-- The layers of an index created WITH (expansion = N), which grows by adding a layer N times
+-- larger when its newest is full (one row for an index of fixed size): each one's capacity and
+-- error rate, bytes, the keys the build added (layer 0), its first block and pages, the pages
+-- past the fill the layer has at its capacity (null for a fixed size), the share of its bits set
+-- and the error rate estimated from them.
+CREATE FUNCTION bloom_index_layers(index pg_catalog.regclass,
+    OUT layer pg_catalog.int4, OUT capacity pg_catalog.int8, OUT error_rate pg_catalog.float8,
+    OUT bytes pg_catalog.int8, OUT inserted pg_catalog.int8, OUT first_block pg_catalog.int8,
+    OUT pages pg_catalog.int8, OUT full_pages pg_catalog.int8, OUT fill pg_catalog.float8,
+    OUT estimated_error_rate pg_catalog.float8)
+    RETURNS SETOF record
+    AS 'MODULE_PATHNAME', 'bloom_index_layers' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_index_layers(pg_catalog.regclass) IS 'the layers of a bloomfilter index: capacity, error rate, size, pages and fill of each';

@@ -33,6 +33,7 @@ relopt_kind index_relopt_kind;
 const relopt_parse_elt kOptionTable[] = {
     {"capacity", RELOPT_TYPE_INT, offsetof(IndexOptions, capacity)},
     {"error_rate", RELOPT_TYPE_REAL, offsetof(IndexOptions, error_rate)},
+    {"expansion", RELOPT_TYPE_INT, offsetof(IndexOptions, expansion)},
 };
 
 bytea *bloom_am_options(Datum reloptions, bool validate) {
@@ -48,6 +49,9 @@ bytea *bloom_am_options(Datum reloptions, bool validate) {
         report_parameters(
             size_filter(uint64_t(options->capacity), options->error_rate, &parameters),
             options->capacity, options->error_rate);
+        if (options->expansion == 1)
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("expansion must be 0 (a fixed size) or at least 2")));
     }
     return reinterpret_cast<bytea *>(options);
 }
@@ -167,6 +171,11 @@ void bloomfilter::register_index_options() {
     add_real_reloption(index_relopt_kind, "error_rate",
                        "False-positive rate at capacity, between 0 and 1", kDefaultErrorRate, 0.0,
                        1.0, ShareUpdateExclusiveLock);
+    // Read by the build: a change takes effect at the next REINDEX.
+    add_int_reloption(index_relopt_kind, "expansion",
+                      "0: a fixed size; 2 or more: a layer this many times larger is added when "
+                      "the newest is full",
+                      0, 0, 1024, ShareUpdateExclusiveLock);
 }
 
 extern "C" Datum bloom_index_handler(PG_FUNCTION_ARGS) {

@@ -7,6 +7,8 @@
 // give the same bytes: a filter's bits do not depend on the order of its keys.
 #include "index_pages.hpp"
 
+#include <cmath>
+
 extern "C" {
 #include "access/tableam.h"
 #include "catalog/index.h"
@@ -17,13 +19,32 @@ extern "C" {
 
 namespace bloomfilter {
 
+uint32_t index_expansion(Relation index) {
+    const IndexOptions *options = reinterpret_cast<const IndexOptions *>(index->rd_options);
+    return options ? uint32_t(options->expansion) : 0;
+}
+
+bool layer_parameters(uint64_t capacity, double error_rate, uint32_t expansion, uint32_t n,
+                      Parameters *out) {
+    double layer_capacity = double(capacity);
+    for (uint32_t i = 0; i < n; i++) layer_capacity *= expansion;
+    if (layer_capacity > double(PG_INT64_MAX)) return false;
+    if (size_filter(uint64_t(layer_capacity), ldexp(error_rate, -int(n + 1)), out) != Status::ok)
+        return false;
+    out->version = kFormatVersion2;
+    return true;
+}
+
 Parameters index_parameters(Relation index) {
     const IndexOptions *options = reinterpret_cast<const IndexOptions *>(index->rd_options);
     const int64 capacity = options ? options->capacity : kDefaultCapacity;
     const double error_rate = options ? options->error_rate : kDefaultErrorRate;
+    const uint32_t expansion = index_expansion(index);
     Parameters parameters;
-    report_parameters(size_filter(uint64_t(capacity), error_rate, &parameters), capacity,
-                      error_rate);
+    // Layer 0 of a layered index: at half the error rate (see layer_parameters).
+    report_parameters(
+        size_filter(uint64_t(capacity), expansion > 0 ? error_rate / 2 : error_rate, &parameters),
+        capacity, error_rate);
     parameters.version = kFormatVersion2;
     return parameters;
 }
@@ -57,24 +78,45 @@ uint32_t data_pages_for(const Parameters &parameters) {
     return uint32_t((bits_bytes + bytes_per_page - 1) / bytes_per_page);
 }
 
-// Block 0, logged whole. `header`: the byte format's header, its count of keys `inserted`.
+// Block 0, logged whole. `header`: the byte format's header, its count of keys `inserted`. A
+// layered index's (expansion > 0) has its layer 0.
 void write_meta_page(Relation index, const uint8_t *header, const Parameters &parameters,
-                     uint64_t inserted) {
+                     uint64_t inserted, uint64_t capacity = 0) {
     Buffer buffer = new_page(index);
     if (BufferGetBlockNumber(buffer) != kMetaBlock)
         elog(ERROR, "bloomfilter index \"%s\" is not empty", RelationGetRelationName(index));
     GenericXLogState *xlog = GenericXLogStart(index);
     Page page = GenericXLogRegisterBuffer(xlog, buffer, GENERIC_XLOG_FULL_IMAGE);
     init_page(page, kMetaPageFlag);
-    IndexMeta meta{};
-    meta.magic = kIndexMagic;
-    meta.layout_version = kIndexLayoutVersion;
-    meta.bytes_per_page = bytes_per_page_for(parameters);
-    meta.data_pages = data_pages_for(parameters);
-    memcpy(meta.header, header, kHeaderBytes);
-    write_inserted(meta.header, inserted);
-    memcpy(PageGetContents(page), &meta, sizeof meta);
-    reinterpret_cast<PageHeader>(page)->pd_lower = MAXALIGN(SizeOfPageHeaderData) + sizeof meta;
+    const uint32_t expansion = index_expansion(index);
+    size_t meta_bytes;
+    if (expansion > 0) {
+        const IndexOptions *options = reinterpret_cast<const IndexOptions *>(index->rd_options);
+        IndexMetaLayered meta{};
+        meta.magic = kIndexMagic;
+        meta.layout_version = kIndexLayeredVersion;
+        meta.layer_count = 1;
+        meta.expansion = expansion;
+        meta.capacity = capacity != 0 ? capacity : uint64_t(options->capacity);
+        meta.error_rate = options->error_rate;
+        memcpy(meta.layers[0].header, header, kHeaderBytes);
+        write_inserted(meta.layers[0].header, inserted);
+        meta.layers[0].first_block = kMetaBlock + 1;
+        meta.layers[0].data_pages = data_pages_for(parameters);
+        memcpy(PageGetContents(page), &meta, sizeof meta);
+        meta_bytes = sizeof meta;
+    } else {
+        IndexMeta meta{};
+        meta.magic = kIndexMagic;
+        meta.layout_version = kIndexLayoutVersion;
+        meta.bytes_per_page = bytes_per_page_for(parameters);
+        meta.data_pages = data_pages_for(parameters);
+        memcpy(meta.header, header, kHeaderBytes);
+        write_inserted(meta.header, inserted);
+        memcpy(PageGetContents(page), &meta, sizeof meta);
+        meta_bytes = sizeof meta;
+    }
+    reinterpret_cast<PageHeader>(page)->pd_lower = MAXALIGN(SizeOfPageHeaderData) + meta_bytes;
     GenericXLogFinish(xlog);
     UnlockReleaseBuffer(buffer);
 }
@@ -172,8 +214,10 @@ uint64_t slice_bytes_for(const Parameters &parameters) {
     return Max(uint64_t(1), wanted / unit) * unit;
 }
 
-void build_sorted(Relation heap, Relation index, IndexInfo *index_info,
-                  const Parameters &parameters, IndexBuildResult *result) {
+// A layered index's (`layered`) first layer is sized once the keys are counted: for its capacity
+// or for the rows, whichever is more.
+void build_sorted(Relation heap, Relation index, IndexInfo *index_info, Parameters parameters,
+                  IndexBuildResult *result, bool layered) {
     SortedBuildState state{tuplesort_begin_datum(INT8OID, Int8LessOperator, InvalidOid, false,
                                                  maintenance_work_mem, nullptr, TUPLESORT_NONE),
                            0, 0};
@@ -181,9 +225,17 @@ void build_sorted(Relation heap, Relation index, IndexInfo *index_info,
                            nullptr);
     tuplesort_performsort(state.sort);
 
+    uint64_t capacity = 0;
+    if (layered && state.inserted > parameters.capacity) {
+        const IndexOptions *options = reinterpret_cast<const IndexOptions *>(index->rd_options);
+        capacity = state.inserted;
+        if (!layer_parameters(capacity, options->error_rate, index_expansion(index), 0,
+                              &parameters))
+            report_parameters(Status::capacity_out_of_range, int64(capacity), options->error_rate);
+    }
     uint8_t header[kHeaderBytes];
     write_header(parameters, header);
-    write_meta_page(index, header, parameters, state.inserted);
+    write_meta_page(index, header, parameters, state.inserted, capacity);
 
     const uint64_t bits_bytes = parameters.encoded_bytes() - kHeaderBytes;
     const uint64_t slice_bytes = slice_bytes_for(parameters);
@@ -217,11 +269,17 @@ IndexBuildResult *bloom_am_build(Relation heap, Relation index, IndexInfo *index
     if (RelationGetNumberOfBlocks(index) != 0)
         elog(ERROR, "index \"%s\" already contains data", RelationGetRelationName(index));
     const Parameters parameters = index_parameters(index);
+    if (index_expansion(index) > 0 && parameters.block_bytes() > bytes_per_page_for(parameters))
+        ereport(ERROR,
+                (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                 errmsg("a bloomfilter index with expansion cannot have blocks larger than a page"),
+                 errhint("Use a larger error_rate, or expansion = 0.")));
     IndexBuildResult *result = static_cast<IndexBuildResult *>(palloc0(sizeof(IndexBuildResult)));
-    if (parameters.encoded_bytes() <= uint64_t(maintenance_work_mem) * 1024)
+    const bool layered = index_expansion(index) > 0;
+    if (!layered && parameters.encoded_bytes() <= uint64_t(maintenance_work_mem) * 1024)
         build_in_memory(heap, index, index_info, parameters, result);
     else
-        build_sorted(heap, index, index_info, parameters, result);
+        build_sorted(heap, index, index_info, parameters, result, layered);
     return result;
 }
 

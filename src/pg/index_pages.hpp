@@ -1,13 +1,22 @@
-// The pages of a bloomfilter index: a metapage with the filter's header, then the filter's bits
-// laid out in order over the data pages. Shared by the access method (index_am.cpp), which
-// adds, its build (index_build.cpp), and the SQL functions that check and read an index
-// (index_contains.cpp, index_read.cpp).
+// The pages of a bloomfilter index. Shared by the access method (index_am.cpp), which adds, its
+// build (index_build.cpp), and the SQL functions that check and read an index
+// (index_contains.cpp, index_read.cpp). Two layouts:
 //
-// Block 0, the metapage: IndexMeta after the page header. Blocks 1..data_pages: bytes
-// [(n - 1) * bytes_per_page, n * bytes_per_page) of the filter's bits (the byte format without
-// its header), right after the page header. bytes_per_page is a whole number of the filter's
-// blocks when a block fits in a page, so that a key's bits lie in one page; larger blocks span
-// pages of 4096 bytes each.
+// Layout 1, one filter of fixed size: block 0, the metapage (IndexMeta after the page header);
+// blocks 1..data_pages hold bytes [(n - 1) * bytes_per_page, n * bytes_per_page) of the filter's
+// bits (the byte format without its header), right after the page header. bytes_per_page is a
+// whole number of the filter's blocks when a block fits in a page, so that a key's bits lie in
+// one page; larger blocks span pages of 4096 bytes each.
+//
+// Layout 2, layers that grow (WITH (expansion = N), N >= 2): the metapage holds a directory of
+// layers (IndexMetaLayered), each a filter laid out as above from its own first block, layer 0
+// right after the metapage. Keys go to the newest layer. When half of its data pages have passed
+// the fill the layer has at its capacity (judged from each page's bits as it is written), the
+// next layer is published: `expansion` times the capacity, half the error rate, so the rates of
+// all the layers add up to at most the index's. Its pages are added to the relation ahead of
+// time, a few by each insert that writes a page once the newest layer is half way there, and
+// logged empty. A check reads the metapage (the number of layers) and then one page per layer.
+// The byte layout: docs/format.md, "Layout 2".
 #pragma once
 
 #include "glue.hpp"
@@ -32,6 +41,8 @@ inline RelFileNode relation_file(Relation relation) { return relation->rd_node; 
 
 constexpr uint32_t kIndexMagic = 0x58494c42;  // "BLIX"
 constexpr uint32_t kIndexLayoutVersion = 1;
+constexpr uint32_t kIndexLayeredVersion = 2;
+constexpr uint32_t kMaxLayers = 32;
 constexpr BlockNumber kMetaBlock = 0;
 constexpr uint16_t kIndexPageId = 0xFB10;  // in each page's special space, for page tools
 
@@ -40,6 +51,8 @@ struct IndexPageOpaque {
     uint16_t page_id;
 };
 constexpr uint16_t kMetaPageFlag = 1;
+// A data page of layout 2 whose bits passed the layer's fill at capacity (counted once).
+constexpr uint16_t kFullPageFlag = 2;
 
 inline IndexPageOpaque *page_opaque(Page page) {
     return reinterpret_cast<IndexPageOpaque *>(PageGetSpecialPointer(page));
@@ -48,20 +61,28 @@ inline IndexPageOpaque *page_opaque(Page page) {
 constexpr int64 kDefaultCapacity = 1000000;
 constexpr double kDefaultErrorRate = 0.01;
 
-// WITH (capacity = ..., error_rate = ...), as build_reloptions() fills it.
+// WITH (capacity = ..., error_rate = ..., expansion = ...), as build_reloptions() fills it.
 struct IndexOptions {
     int32 vl_len_;
     int capacity;
     double error_rate;
+    int expansion;
 };
 
-// The filter's parameters from the index's options (the defaults without them).
+// The filter's parameters from the index's options (the defaults without them): of the one
+// filter of layout 1, or of layer 0 of layout 2.
 Parameters index_parameters(Relation index);
+// The index's `expansion` (0: a fixed size, layout 1).
+uint32_t index_expansion(Relation index);
+// Layer n of a layered index: `expansion`^n times the first layer's capacity, at error_rate /
+// 2^(n + 1). False when no such filter can be made (past the largest size).
+bool layer_parameters(uint64_t capacity, double error_rate, uint32_t expansion, uint32_t n,
+                      Parameters *out);
 
 // ambuild (index_build.cpp).
 IndexBuildResult *bloom_am_build(Relation heap, Relation index, IndexInfo *index_info);
 
-// Stored on the metapage (native byte order, like every PostgreSQL page).
+// Stored on the metapage (native byte order, like every PostgreSQL page). Layout 1:
 struct IndexMeta {
     uint32_t magic;
     uint32_t layout_version;
@@ -70,6 +91,27 @@ struct IndexMeta {
     // The byte format's header: parameters, and `inserted` counts the keys added by the build.
     uint8_t header[kHeaderBytes];
 };
+
+// Layout 2: the layers published so far.
+struct LayerMeta {
+    uint8_t header[kHeaderBytes];  // the layer's parameters (`inserted`: the build's keys)
+    uint32_t first_block;
+    uint32_t data_pages;
+    uint32_t full_pages;  // its data pages flagged kFullPageFlag
+    uint32_t unused;
+};
+struct IndexMetaLayered {
+    uint32_t magic;
+    uint32_t layout_version;
+    uint32_t layer_count;
+    uint32_t expansion;
+    uint64_t capacity;  // the first layer's
+    double error_rate;  // the whole index's
+    LayerMeta layers[kMaxLayers];
+};
+static_assert(sizeof(LayerMeta) == 52 && offsetof(IndexMetaLayered, layers) == 32,
+              "the layout docs/format.md gives");
+static_assert(sizeof(IndexMetaLayered) < BLCKSZ / 2, "the layer directory fits the metapage");
 
 // Where the filter's bytes go on a page, and how many fit.
 inline uint8_t *page_bits(Page page) {
@@ -85,10 +127,10 @@ inline uint32_t bytes_per_page_for(const Parameters &p) {
     return kSpanningSliceBytes;
 }
 
-// The metapage's contents, checked, as kept in the index's relcache entry.
-struct IndexLayout {
+// One filter's pages: the index's filter (layout 1) or one layer (layout 2).
+struct FilterPages {
     Parameters parameters;
-    uint64_t inserted_by_build;
+    BlockNumber first_block;
     uint32_t bytes_per_page;
     uint32_t data_pages;
     // The shared buffer each data page was last found in by this backend (InvalidBuffer: not
@@ -97,14 +139,35 @@ struct IndexLayout {
     uint64_t bits_bytes() const { return parameters.encoded_bytes() - kHeaderBytes; }
     // Whether a block lies in one page.
     bool blocks_in_one_page() const { return parameters.block_bytes() <= bytes_per_page; }
-    BlockNumber page_of(uint64_t byte) const { return BlockNumber(1 + byte / bytes_per_page); }
+    BlockNumber page_of(uint64_t byte) const {
+        return BlockNumber(first_block + byte / bytes_per_page);
+    }
     uint32_t offset_in_page(uint64_t byte) const { return uint32_t(byte % bytes_per_page); }
     uint64_t block_start(KeyHash h) const { return key_block_offset(h, parameters) - kHeaderBytes; }
 };
 
-// The index's layout, read from its metapage once and kept in rd_amcache. Raises XX001 if the
-// metapage is not a bloomfilter index's.
+// The metapage's contents, checked, as kept in the index's relcache entry. A layered index's
+// entry holds the layers published when it was read; a check reads their number again from the
+// metapage, and reads the entry again when there are more.
+struct IndexLayout {
+    uint32_t layout_version;
+    uint64_t inserted_by_build;
+    uint32_t layer_count;
+    uint32_t expansion;
+    uint64_t capacity;
+    double error_rate;
+    FilterPages layers[kMaxLayers];
+    // The filter of layout 1, or layer 0.
+    const FilterPages &first() const { return layers[0]; }
+    const FilterPages &newest() const { return layers[layer_count - 1]; }
+};
+
+// The index's layout, read from its metapage once and kept in rd_amcache (for a layered index,
+// read again when its metapage has more layers). Raises XX001 if the metapage is not a
+// bloomfilter index's. The reference is good until the next call for the same index.
 const IndexLayout &index_layout(Relation index);
+// The same with every layer published before the call (a layered index's metapage is read).
+const IndexLayout &current_index_layout(Relation index);
 
 // Whether `index` is a bloomfilter index (or a partitioned one).
 bool is_bloomfilter_index(Relation index);
@@ -124,7 +187,8 @@ bool index_contains(Relation index, KeyHash h);
 const uint8_t *index_locate_block(Relation index, KeyHash h, Buffer *buffer);
 bool index_block_contains(Relation index, Buffer buffer, const uint8_t *block, KeyHash h);
 
-// Copies the filter's bits (bits_bytes() of them) out of the data pages.
+// Copies the filter's bits (bits_bytes() of them) out of the data pages of a layout 1 index, or
+// of layer 0 of a layered one.
 void copy_index_bits(Relation index, uint8_t *bits);
 
 // Calls use(arg, begin, bytes, length) for each data page changed by a WAL record past `since`,
