@@ -7,7 +7,8 @@
 #      same shape that calls length() instead;
 #   c) builds: bloom_agg(email) and bloom_agg(email, 1000000, 0.01) next to count(email), serial
 #      and with 2 parallel workers, with the backend's peak memory; bloom_agg(email) spilling
-#      past work_mem; CREATE INDEX USING bloomfilter next to a btree's, in memory and sorted;
+#      past work_mem; bloom_agg under GROUP BY (many small groups to a few large ones) next to
+#      count(DISTINCT), within hash_mem; CREATE INDEX USING bloomfilter next to a btree's, in memory and sorted;
 #   d) the C++ core's add and contains next to libbloom and the article's algorithm (Google
 #      Benchmark), with each way the core can check a block forced, and the one it chose;
 #   e) signups per second and WAL per signup at 8 clients: plain INSERT, a single-row filter,
@@ -451,6 +452,79 @@ spill_ratio=$(median_ratio "$(times_of "$spill_times" auto)" "$(times_of "$spill
 printf '%-32s %-9s %9.1f %14s   %s\n' "bloom_agg(email), work_mem 1MB" serial \
   "$(median $(times_of "$spill_times" auto))" "$spill_ratio" "$(times_of "$spill_times" auto)"
 row "c) bloom_agg(email) time / count, spilling (work_mem 1MB)" "$spill_ratio" "<=" 4
+
+# bloom_agg under GROUP BY: all the groups of one bloom_agg share work_mem x hash_mem_multiplier.
+# Shapes over a table of bigint keys (groups x keys a group; the last is the README's sharding
+# recipe, GROUP BY bloom_shard), each at 4 work_mem settings, serial and with 2 workers, hashed
+# (enable_sort = off): HashAggregate's peak "Memory Usage" (the largest of the leader's and the
+# workers') against 1.1 x hash_mem (or count(k)'s peak where that is larger), the leader's peak RSS growth over count(k) with the same
+# grouping against hash_mem + 16 MiB, and the time against count(DISTINCT k) with the same
+# grouping (which the planner sorts). BENCH_GROUPBY_SCALE (default 0.25) scales the keys a group:
+# 1 gives 100,000 x 100, 10 x 2,000,000, 1,000 x 20,000 and 64 x 1,000,000.
+groupby_scale=${BENCH_GROUPBY_SCALE:-0.25}
+groupby_shapes=("100000 100" "10 2000000" "1000 20000" "64 1000000")
+scaled() { awk -v p="$1" -v s="$groupby_scale" 'BEGIN {printf "%d", (p * s < 1 ? 1 : p * s)}'; }
+groupby_rows=0
+for shape in "${groupby_shapes[@]}"; do
+  read -r g p <<<"$shape"
+  p=$(scaled "$p")
+  [ $(( g * p )) -gt "$groupby_rows" ] && groupby_rows=$(( g * p ))
+done
+sql -c "CREATE TABLE groupby_keys AS SELECT generate_series(1::bigint, $groupby_rows) AS k" \
+  -c "VACUUM ANALYZE groupby_keys"
+hash_mem_multiplier=$(sql -c "SHOW hash_mem_multiplier")
+# hashagg_peak SETTINGS QUERY: the largest HashAggregate "Peak Memory Usage" of the plan, in kB
+# (the leader's or a worker's).
+hashagg_peak() {
+  sql -c "$1" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, VERBOSE, FORMAT JSON) $2" |
+    grep -oE '"Peak Memory Usage": [0-9]+' | awk '{ if ($4 > m) m = $4 } END {print m + 0}'
+}
+printf '%-18s %-8s %-9s %11s %9s %9s %9s %10s\n' "groups x keys" "work_mem" "mode" \
+  "HashAgg kB" "bound kB" "RSS MiB" "bloom ms" "/ distinct"
+groupby_worst_memory=0 groupby_worst_rss=-1e9 groupby_worst_time=0
+for shape in "${groupby_shapes[@]}"; do
+  read -r g p <<<"$shape"
+  p=$(scaled "$p")
+  group_by="k % $g"
+  [ "$g" = 64 ] && group_by="bloom_shard(k, 64)"
+  from="groupby_keys WHERE k <= $(( g * p ))"
+  bloom="SELECT $group_by, bloom_agg(k) FROM $from GROUP BY 1"
+  for work_mem in 64kB 4MB 16MB 64MB; do
+    work_mem_kb=$(awk -v w="$work_mem" 'BEGIN {n = w + 0; if (w ~ /MB/) n *= 1024; print n}')
+    hash_mem_kb=$(awk -v w="$work_mem_kb" -v m="$hash_mem_multiplier" 'BEGIN {printf "%d", w * m}')
+    for mode in serial parallel; do
+      settings="${mode_settings[$mode]}; SET enable_sort = off; SET work_mem = '$work_mem'"
+      peak=$(hashagg_peak "$settings" "$bloom")
+      # At the smallest work_mem HashAggregate's own structures pass hash_mem with count(k) too:
+      # the bound is 1.1 x the larger of hash_mem and count(k)'s peak.
+      count_peak=$(hashagg_peak "$settings" "SELECT $group_by, count(k) FROM $from GROUP BY 1")
+      bound_kb=$(awk -v h="$hash_mem_kb" -v c="$count_peak" 'BEGIN {printf "%d", 1.1 * (c > h ? c : h)}')
+      rss=$(sql <<SQL
+$settings;
+SELECT bloom_contains(bloom_empty(1), 'x') \g /dev/null
+SELECT $group_by, count(k) FROM $from GROUP BY 1 \g /dev/null
+SELECT bench_peak_kb() AS before \gset
+$bloom \g /dev/null
+SELECT bench_peak_kb() - :before;
+SQL
+)
+      times=$(timed_queries 1 "$settings" "bloom=$bloom" \
+        "distinct=SELECT $group_by, count(DISTINCT k) FROM $from GROUP BY 1")
+      ratio=$(median_ratio "$(times_of "$times" bloom)" "$(times_of "$times" distinct)")
+      printf '%-18s %-8s %-9s %11s %9s %9s %9.0f %10s\n' "$g x $p" "$work_mem" "${mode_label[$mode]}" \
+        "$peak" "$bound_kb" "$(mb "$rss")" \
+        "$(times_of "$times" bloom)" "$ratio"
+      groupby_worst_memory=$(awk -v a="$groupby_worst_memory" -v p="$peak" -v b="$bound_kb" 'BEGIN {r = 1.1 * p / b; print (r > a ? r : a)}')
+      groupby_worst_rss=$(awk -v a="$groupby_worst_rss" -v r="$rss" -v h="$hash_mem_kb" 'BEGIN {x = (r - h) / 1024; print (x > a ? x : a)}')
+      groupby_worst_time=$(awk -v a="$groupby_worst_time" -v r="$ratio" 'BEGIN {print (r > a ? r : a)}')
+    done
+  done
+done
+echo "(HashAgg kB: the largest HashAggregate peak in the plan, the leader's or a worker's; RSS: the leader's peak growth over count(k) with the same grouping; one timed run of each)"
+row "c) GROUP BY: HashAggregate peak / max(hash_mem, count(k)'s), worst row" "$(printf '%.2f' "$groupby_worst_memory")" "<=" 1.1
+row "c) GROUP BY: leader RSS growth - hash_mem (MiB), worst row" "$(printf '%.1f' "$groupby_worst_rss")" "<=" 16
+row "c) GROUP BY: time / count(DISTINCT), worst row" "$groupby_worst_time" "<=" 1.5
+sql -c "DROP TABLE groupby_keys"
 
 # CREATE INDEX over the same 1,000,000 emails, serial builds (max_parallel_maintenance_workers
 # = 0, as a bloomfilter build has no workers), each dropped in the same statement: a btree, the

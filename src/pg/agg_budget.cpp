@@ -3,6 +3,10 @@
 
 #include "agg_spill.hpp"
 
+extern "C" {
+#include "nodes/execnodes.h"
+}
+
 namespace bloomfilter {
 
 struct HashContext {
@@ -72,9 +76,12 @@ AggregateBudget *budget_of(FunctionCallInfo fcinfo) {
     if (flinfo->fn_extra == nullptr) {
         AggregateBudget *budget = static_cast<AggregateBudget *>(
             MemoryContextAllocZero(flinfo->fn_mcxt, sizeof(AggregateBudget)));
-        // The states' other memory (their runs, their structs) and the groups' own take the
-        // rest.
-        budget->limit = hash_memory_limit() / 4 * 3;
+        // Under a HashAggregate, the states' other memory (their runs, their structs) and the
+        // groups' own take the rest; a plain or sorted aggregate has one state at a time.
+        const bool hashed = fcinfo->context != nullptr && IsA(fcinfo->context, AggState) &&
+                            (castNode(AggState, fcinfo->context)->aggstrategy == AGG_HASHED ||
+                             castNode(AggState, fcinfo->context)->aggstrategy == AGG_MIXED);
+        budget->limit = hashed ? hash_memory_limit() / 4 * 3 : hash_memory_limit();
         flinfo->fn_extra = budget;
     }
     return static_cast<AggregateBudget *>(flinfo->fn_extra);

@@ -1,9 +1,10 @@
 // One memory budget for all the states of one auto-sized bloom_agg in one plan node: every
 // group's state under GROUP BY, hashed or sorted, in every grouping set. PostgreSQL's
 // HashAggregate sees a state's size only when it creates its group, and cannot spill what grows
-// afterwards; the states bound themselves together instead. Together they hold at most three
-// quarters of get_hash_memory_limit() (work_mem x hash_mem_multiplier) of hashes in memory,
-// leaving the rest to their runs and structs and to the groups themselves; a state that needs
+// afterwards; the states bound themselves together instead. Together they hold at most
+// get_hash_memory_limit() (work_mem x hash_mem_multiplier) of hashes in memory, three quarters
+// of it under a HashAggregate, leaving the rest to the states' runs and structs and to the groups
+// themselves; a state that needs
 // more makes room by spilling the largest states' hashes to temporary files (agg_spill.hpp),
 // its own included, until they take three quarters of that. The budget lives with
 // the aggregate's function (fn_extra of its transition or combine function, in the query's
