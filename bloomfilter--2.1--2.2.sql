@@ -1,6 +1,7 @@
 -- bloomfilter 2.1 -> 2.2: checks that name the index by text, resolved at each call,
 -- bloom_index_contains_key, the check of an expression index's key as the index holds it, and
--- bloom_index_layers, the layers of an index that grows (WITH (expansion = N)).
+-- bloom_index_layers, the layers of an index that grows (WITH (expansion = N)), and
+-- bloom_index_shards, where the shards of a Citus table's index are.
 \echo Use "ALTER EXTENSION bloomfilter UPDATE TO '2.2'" to load this file. \quit
 
 -- The index by name: resolved when each call runs (its table and the index locked, other
@@ -62,3 +63,13 @@ CREATE FUNCTION bloom_index_layers(index pg_catalog.regclass,
     RETURNS SETOF record
     AS 'MODULE_PATHNAME', 'bloom_index_layers' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION bloom_index_layers(pg_catalog.regclass) IS 'the layers of a bloomfilter index: capacity, error rate, size, pages and fill of each';
+
+-- For the index of a Citus table (whose coordinator's index is the empty shell's): each shard's
+-- index, by the name Citus gives it on the nodes that hold the shard, with each node's host and
+-- port. A reader follows those, and a key is present when one of them says so.
+CREATE FUNCTION bloom_index_shards(index pg_catalog.regclass,
+    OUT shard_id pg_catalog.int8, OUT shard_index pg_catalog.text,
+    OUT node_name pg_catalog.text, OUT node_port pg_catalog.int4)
+    RETURNS SETOF record
+    AS 'MODULE_PATHNAME', 'bloom_index_shards' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+COMMENT ON FUNCTION bloom_index_shards(pg_catalog.regclass) IS 'the shards'' indexes of a Citus table''s bloomfilter index: shard id, index name, node host and port';

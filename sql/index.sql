@@ -171,6 +171,7 @@ SELECT bloom_index_contains('index_users_email', 42);
 SELECT bloom_index_contains('index_keys_u', 'not a uuid'::text);
 SELECT bloom_index_contains(0::regclass, 'x');
 SELECT bloom_index_filter(4294967295::oid::regclass);
+SELECT * FROM bloom_index_shards('index_users_email');
 CREATE INDEX index_users_two ON index_users USING bloomfilter ((email || id));
 SELECT bloom_index_contains('index_users_two', 'x');
 \set VERBOSITY default

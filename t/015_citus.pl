@@ -189,6 +189,24 @@ for my $w (@workers) {
 	}
 }
 
+# bloom_index_shards lists, on the coordinator, each shard's index and where it is: what a reader
+# of the index follows. Every registered email is in one of the listed indexes on its node.
+my @listed = map { [ split /\|/ ] } split /\n/, $coordinator->safe_psql('postgres',
+	q{SELECT shard_id, shard_index, node_name, node_port FROM bloom_index_shards('users_email_bloom')});
+is(scalar @listed, scalar keys %placement, 'bloom_index_shards: one row for each shard of users (' . scalar(@listed) . ')');
+is(scalar(grep { $placement{ $_->[0] } == $_->[3] && $_->[1] eq "users_email_bloom_$_->[0]" } @listed), scalar @listed,
+	"each row names the shard's index and the node Citus placed the shard on");
+my %found;
+my $emails = join(',', map { "'user${_}\@mail.com'" } grep { $_ % 10 == 7 } 7 .. 10000);
+for my $w (@workers) {
+	my $indexes = join(',', map { "'$_->[1]'" } grep { $_->[3] == $w->port } @listed);
+	next if $indexes eq '';
+	$found{$_} = 1 for split /\n/, $w->safe_psql('postgres', qq{
+		SELECT e FROM unnest(ARRAY[$emails]) e
+		WHERE EXISTS (SELECT 1 FROM unnest(ARRAY[$indexes]) i WHERE bloom_index_contains(i, e))});
+}
+is(scalar keys %found, 1000, 'the listed indexes, read on their nodes, hold all 1,000 emails');
+
 ###############################################################################################
 note('3. bloom_agg over the distributed table');
 # Citus gathers the shards' rows and aggregates on the coordinator: it pushes a custom aggregate
@@ -246,6 +264,10 @@ $coordinator->safe_psql('postgres', q{
 	GRANT SELECT (email) ON users TO reader;
 	CREATE ROLE outsider LOGIN;
 });
+is((sql_error($coordinator, 'postgres', q{SET ROLE outsider; SELECT * FROM bloom_index_shards('users_email_bloom')}))[0],
+	'42501', 'bloom_index_shards, as a role without SELECT on users.email: 42501');
+is($coordinator->safe_psql('postgres', q{SET ROLE reader; SELECT count(*) FROM bloom_index_shards('users_email_bloom')}),
+	scalar @listed, 'bloom_index_shards, as a role with SELECT on users.email only: every shard');
 my ($true, $false, $code) = checked(\@registered, 'reader');
 is("$true true, $false false, error $code", '1000 true, 0 false, error none',
 	'coordinator, as a role with SELECT on users.email only: users_email_taken answers true for the 1,000 registered emails (no false negative)');

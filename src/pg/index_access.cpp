@@ -489,8 +489,6 @@ void leave_as_owner(const AsOwner &saved) {
     SetUserIdAndSecContext(saved.caller, saved.security_context);
 }
 
-namespace {
-
 // Whether Citus lists the table in pg_catalog.pg_dist_partition: a distributed, reference or
 // Citus local table, whose rows are in shards (tables of their own, with their own indexes), the
 // table itself an empty shell. Read at every call, through its index when there is one.
@@ -513,8 +511,6 @@ bool citus_table(Oid heap_oid) {
     return listed;
 }
 
-}  // namespace
-
 // The index of a Citus table's shell holds none of its rows: its "absent" would be wrong for
 // every key.
 void check_not_distributed(Relation index, Oid heap_oid, const char *function) {
@@ -536,6 +532,10 @@ void check_not_distributed(Relation index, Oid heap_oid, const char *function) {
 // statements.
 void check_may_read(Relation index, const IndexCheck *check, const char *function) {
     check_not_distributed(index, check->heap_oid, function);
+    check_may_read_shards(index, check, function);
+}
+
+void check_may_read_shards(Relation index, const IndexCheck *check, const char *function) {
     const Oid user = GetUserId();
     // As a query of the table would need: USAGE on its schema (an OID reaches it without one).
     const Oid schema = get_rel_namespace(check->heap_oid);

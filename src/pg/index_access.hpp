@@ -99,6 +99,10 @@ void check_not_distributed(Relation index, Oid heap_oid, const char *function);
 // Errors unless the caller may learn what the index holds (42501), or when check_not_distributed
 // does.
 void check_may_read(Relation index, const IndexCheck *check, const char *function);
+// The same for a Citus table's index: the privileges alone.
+void check_may_read_shards(Relation index, const IndexCheck *check, const char *function);
+// Whether the table is a Citus distributed, reference or local table (its rows in shards).
+bool citus_table(Oid heap_oid);
 // Whether the caller has the table owner's privileges (is the owner, a member of it, or a
 // superuser): the owner's code may then run as the owner on its behalf.
 bool has_owner_privileges(Oid heap_owner);
