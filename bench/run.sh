@@ -18,7 +18,10 @@
 #   g) the Python client: its local check against the SQL point lookup, the follower's lag and
 #      the cost of a refresh when nothing changed (bench/python_client.sh);
 #   h) the Node.js client: Filter.contains against bloom_index_contains through pg, the follower's
-#      lag and the longest event-loop stall during a reload (bench/node_client.sh).
+#      lag and the longest event-loop stall during a reload (bench/node_client.sh);
+#   i) an index that grows (WITH (expansion = 2)): its false-positive rate and pages per check
+#      from 1x to 100x its first capacity, checks on 1, 4 and 8 layers against SELECT 1, its size,
+#      and signups through it against a plain INSERT (bench/growth.sh).
 # Then a summary: what / measured / target / PASS or MISS.
 #
 # Needs the extension built and installed (make bench does both). It sets up its data on a
@@ -692,6 +695,19 @@ while IFS='|' read -r what measured target _; do
   # shellcheck disable=SC2086
   if [ "$target" = "-" ] || [ -z "$target" ]; then row "h) $what" "$measured"; else row "h) $what" "$measured" $target; fi
 done < "$BUILD_DIR/node.rows"
+
+stop_after h
+
+# ---------------------------------------------------------------------------------------------
+section "i) an index that grows by itself (bench/growth.sh)"
+: > "$BUILD_DIR/growth.rows"
+GROWTH_SUMMARY_FILE="$BUILD_DIR/growth.rows" bench/growth.sh > "$BUILD_DIR/growth.log" 2>&1 \
+  || { tail -40 "$BUILD_DIR/growth.log"; fail "bench/growth.sh failed"; }
+grep -v '|' "$BUILD_DIR/growth.log" || true
+while IFS='|' read -r what measured target _; do
+  # shellcheck disable=SC2086
+  if [ "$target" = "-" ] || [ -z "$target" ]; then row "$what" "$measured"; else row "$what" "$measured" $target; fi
+done < "$BUILD_DIR/growth.rows"
 
 # ---------------------------------------------------------------------------------------------
 print_summary

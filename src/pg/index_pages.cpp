@@ -330,11 +330,12 @@ bool next_layer_pages(const IndexLayout &layout, BlockNumber *first, uint32_t *p
     return uint64_t(*first) + *pages < uint64_t(MaxBlockNumber);
 }
 
-// Pages are added for the next layer from half the newest layer's fill at capacity on, in
-// proportion to the fill of the page just written, so that they are all there by 90% of it: a
-// few pages per insert that writes, never the whole layer at once.
-constexpr double kAheadFrom = 0.5;
-constexpr double kAheadTo = 0.9;
+// Pages are added for the next layer from 80% of the newest layer's fill at capacity on, in
+// proportion to the fill of the page just written, so that they are all there by 95% of it: a
+// few pages per insert that writes (the next layer needs about one page for every 500 keys of
+// this one), never the whole layer at once, and no pages long before they are needed.
+constexpr double kAheadFrom = 0.8;
+constexpr double kAheadTo = 0.95;
 constexpr uint32_t kAheadPagesPerInsert = 8;
 
 void add_pages_ahead(Relation index, const IndexLayout &layout, double progress) {
@@ -348,9 +349,9 @@ void add_pages_ahead(Relation index, const IndexLayout &layout, double progress)
     add_empty_pages(index, uint32_t(Min(uint64_t(kAheadPagesPerInsert), wanted - have)));
 }
 
-// A data page of the newest layer was just flagged: counted on the metapage, and when half the
-// layer's pages are, the next layer is published in the same record, its pages added first
-// (those still missing: all of them when keys came faster than the pages were added ahead).
+// A data page of the newest layer was just flagged: counted on the metapage, and when two
+// fifths of the layer's pages are, the next layer is published in the same record, its pages added
+// first (those still missing: all of them when keys came faster than the pages were added ahead).
 void count_full_page(Relation index, uint32_t layer_number) {
     Buffer buffer = ReadBuffer(index, kMetaBlock);
     for (;;) {
@@ -358,8 +359,10 @@ void count_full_page(Relation index, uint32_t layer_number) {
         const IndexMetaLayered *meta =
             reinterpret_cast<const IndexMetaLayered *>(PageGetContents(BufferGetPage(buffer)));
         const LayerMeta &layer = meta->layers[layer_number];
+        // At two fifths of its pages past their fill at capacity, the layer holds a little
+        // less than its capacity: its rate stays under its share of the index's.
         const bool publish = meta->layer_count == layer_number + 1 &&
-                             2 * uint64_t(layer.full_pages + 1) >= uint64_t(layer.data_pages);
+                             5 * uint64_t(layer.full_pages + 1) >= 2 * uint64_t(layer.data_pages);
         BlockNumber first = InvalidBlockNumber;
         uint32_t pages = 0;
         const IndexLayout &layout = index_layout(index);

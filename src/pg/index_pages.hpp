@@ -10,12 +10,12 @@
 //
 // Layout 2, layers that grow (WITH (expansion = N), N >= 2): the metapage holds a directory of
 // layers (IndexMetaLayered), each a filter laid out as above from its own first block, layer 0
-// right after the metapage. Keys go to the newest layer. When half of its data pages have passed
-// the fill the layer has at its capacity (judged from each page's bits as it is written), the
+// right after the metapage. Keys go to the newest layer. When two fifths of its data pages have
+// passed the fill the layer has at its capacity (judged from each page's bits as written), the
 // next layer is published: `expansion` times the capacity, half the error rate, so the rates of
 // all the layers add up to at most the index's. Its pages are added to the relation ahead of
-// time, a few by each insert that writes a page once the newest layer is half way there, and
-// logged empty. A check reads the metapage (the number of layers) and then one page per layer.
+// time, a few by each insert that writes a page once the newest layer is 80% there, and logged
+// empty. A check reads the metapage (the number of layers) and then one page per layer.
 // The byte layout: docs/format.md, "Layout 2".
 #pragma once
 
