@@ -34,7 +34,7 @@ void forget_hash_context(void *arg) {
 MemoryContext hash_context_under(AggregateBudget *budget, MemoryContext parent) {
     for (HashContext *h = budget->hash_contexts; h != nullptr; h = h->next)
         if (h->parent == parent) return h->context;
-    MemoryContext context = AllocSetContextCreate(parent, "bloom_agg hashes", 0, 1024, 4096);
+    MemoryContext context = AllocSetContextCreate(parent, "bloom_agg hashes", 0, 1024, 1024);
     HashContext *h = static_cast<HashContext *>(MemoryContextAlloc(context, sizeof(HashContext)));
     h->parent = parent;
     h->context = context;

@@ -11,9 +11,9 @@
 // memory); a state joins it when made and leaves it when its memory context is reset.
 //
 // The states' hashes are in a memory context of the budget's under the aggregate's (so that
-// HashAggregate counts them, and a reset frees them): an AllocSet of 4 kB blocks at most, which
-// gives every allocation past 512 bytes (an array of more than 64 hashes, a chunk, a sketch)
-// back to the system when freed. A spilled state's memory is then free for good, not kept in the
+// HashAggregate counts them, and a reset frees them): an AllocSet of 1 kB blocks, which gives
+// every allocation past 128 bytes (an array of more than 16 hashes, a chunk, a sketch) back to
+// the system when freed. A spilled state's memory is then free for good, not kept in the
 // aggregate's context for allocations of its size class only.
 #pragma once
 

@@ -22,7 +22,7 @@ constexpr uint32_t kBucketBits = 8;
 constexpr uint32_t kBuckets = 1u << kBucketBits;
 // A bucket's first chunk holds what the flat array gave it (about 256 hashes); the next ones
 // hold 290 (2 kB). The partly empty last chunks of all buckets add at most 0.5 MB, 0.25 MB on
-// average, to at least 0.45 MB of hashes. Each is past the hash context's 512 bytes, so freeing it
+// average, to at least 0.45 MB of hashes. Each is past the hash context's 128 bytes, so freeing it
 // gives it back (agg_budget.hpp).
 constexpr uint32_t kChunkCapacity = 290;
 
