@@ -85,6 +85,24 @@ Status size_filter(uint64_t capacity, double error_rate, Parameters *out) {
     return Status::ok;
 }
 
+Status size_filter_capped(uint64_t capacity, double error_rate, uint32_t max_hashes,
+                          Parameters *out) {
+    const Status status = size_filter(capacity, error_rate, out);
+    if (status != Status::ok || out->hashes <= max_hashes) return status;
+    const double k = double(max_hashes);
+    const double bits =
+        std::ceil(-k * double(capacity) / std::log1p(-std::pow(error_rate, 1.0 / k)));
+    if (!(bits <= double(kMaxBits))) return Status::too_large;
+    const uint32_t log2 = block_log2_for(max_hashes, uint64_t(bits));
+    const double padded = std::ceil(bits * 1.005);
+    const uint64_t blocks = (uint64_t(padded) + (uint64_t(1) << log2) - 1) >> log2;
+    if (kHeaderBytes + (blocks << (log2 - 3)) > kMaxEncodedBytes) return Status::too_large;
+    out->hashes = max_hashes;
+    out->block_log2 = log2;
+    out->blocks = uint32_t(blocks);
+    return Status::ok;
+}
+
 static double load_double(const uint8_t *p) {
     uint64_t raw = load_u64(p);
     double d;

@@ -85,6 +85,12 @@ struct Parameters {
 uint64_t optimal_bits(uint64_t capacity, double error_rate);
 uint32_t block_log2_for(uint32_t hashes, uint64_t bits);
 Status size_filter(uint64_t capacity, double error_rate, Parameters *out);
+// size_filter() with at most max_hashes hashes: past them, m is what that many hashes need for
+// error_rate, (1 - e^(-k n / m))^k = p, padded as size_filter pads it. The blocks stay small
+// (their size grows with k), at a few more bits a key than the optimum for very small rates. Such
+// parameters are the layers' of an index that grows, never a bloom value's.
+Status size_filter_capped(uint64_t capacity, double error_rate, uint32_t max_hashes,
+                          Parameters *out);
 
 // A key's hash as a filter of a given format version uses it.
 // - Version 1: the 128-bit XXH3 hash. The high half picks the block, the low half and the

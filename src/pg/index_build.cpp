@@ -29,8 +29,14 @@ bool layer_parameters(uint64_t capacity, double error_rate, uint32_t expansion, 
     double layer_capacity = double(capacity);
     for (uint32_t i = 0; i < n; i++) layer_capacity *= expansion;
     if (layer_capacity > double(PG_INT64_MAX)) return false;
-    if (size_filter(uint64_t(layer_capacity), ldexp(error_rate, -int(n + 1)), out) != Status::ok)
-        return false;
+    // Past layer 0 (a bloom value when it is the only one), at most 8 hashes: 1 kB blocks, 7 to
+    // a page, where the optimal k of the smaller rates would make blocks of 4 kB, one to a page,
+    // and then blocks larger than a page.
+    const Status status =
+        n == 0 ? size_filter(uint64_t(layer_capacity), ldexp(error_rate, -1), out)
+               : size_filter_capped(uint64_t(layer_capacity), ldexp(error_rate, -int(n + 1)),
+                                    kLayerMaxHashes, out);
+    if (status != Status::ok) return false;
     out->version = kFormatVersion2;
     return true;
 }

@@ -183,10 +183,23 @@ bool read_layered_meta(Relation index, const IndexMetaLayered &meta, IndexLayout
         const LayerMeta &stored = meta.layers[n];
         Parameters expected;
         Header header;
-        if (!layer_parameters(meta.capacity, meta.error_rate, meta.expansion, n, &expected) ||
-            read_header(stored.header, kHeaderBytes, expected.encoded_bytes(), &header) !=
-                Status::ok)
+        if (!layer_parameters(meta.capacity, meta.error_rate, meta.expansion, n, &expected))
             return false;
+        expected.version = kFormatVersion2;
+        if (n == 0) {
+            // A valid bloom value's header, its count of keys the build's.
+            if (read_header(stored.header, kHeaderBytes, expected.encoded_bytes(), &header) !=
+                Status::ok)
+                return false;
+        } else {
+            // Past layer 0, the header its number gives, byte for byte (its hashes may be
+            // fewer than a bloom value's of that rate: size_filter_capped).
+            uint8_t written[kHeaderBytes];
+            write_header(expected, written);
+            if (memcmp(written, stored.header, kHeaderBytes) != 0) return false;
+            header.parameters = expected;
+            header.inserted = 0;
+        }
         FilterPages &layer = layout->layers[n];
         layer.parameters = header.parameters;
         layer.first_block = stored.first_block;

@@ -43,6 +43,7 @@ constexpr uint32_t kIndexMagic = 0x58494c42;  // "BLIX"
 constexpr uint32_t kIndexLayoutVersion = 1;
 constexpr uint32_t kIndexLayeredVersion = 2;
 constexpr uint32_t kMaxLayers = 32;
+constexpr uint32_t kLayerMaxHashes = 8;
 constexpr BlockNumber kMetaBlock = 0;
 constexpr uint16_t kIndexPageId = 0xFB10;  // in each page's special space, for page tools
 
@@ -75,7 +76,8 @@ Parameters index_parameters(Relation index);
 // The index's `expansion` (0: a fixed size, layout 1).
 uint32_t index_expansion(Relation index);
 // Layer n of a layered index: `expansion`^n times the first layer's capacity, at error_rate /
-// 2^(n + 1). False when no such filter can be made (past the largest size).
+// 2^(n + 1), past layer 0 with at most kLayerMaxHashes hashes (size_filter_capped). False when no
+// such filter can be made (past the largest size).
 bool layer_parameters(uint64_t capacity, double error_rate, uint32_t expansion, uint32_t n,
                       Parameters *out);
 

@@ -682,6 +682,39 @@ TEST(Membership, ErrorRateSweep) {
         }
 }
 
+// The layers of a growing index: k capped at 8, so that blocks stay 1 kB. The rate measured over
+// absent keys stays within 1.05 x the rate asked for, at a few more bits a key than the optimum.
+TEST(Sizing, CappedHashes) {
+    const uint64_t n = 200000, probes = 2000000;
+    for (double p : {0.0025, 0.0005, 0.0001}) {
+        Parameters capped, optimal;
+        ASSERT_EQ(size_filter_capped(n, p, 8, &capped), Status::ok);
+        ASSERT_EQ(size_filter(n, p, &optimal), Status::ok);
+        EXPECT_EQ(capped.hashes, 8u) << p;
+        EXPECT_GT(optimal.hashes, 8u) << p;
+        EXPECT_LE(capped.block_bytes(), 1024u) << p;
+        EXPECT_LE(double(capped.bits()), 1.2 * double(optimal.bits())) << p;
+        capped.version = kFormatVersion2;
+        std::vector<uint8_t> bytes(capped.encoded_bytes(), 0);
+        write_empty(capped, bytes.data());
+        FilterRef ref = FilterRef::of(bytes.data(), capped);
+        SeedKey key;
+        for (uint64_t i = 0; i < n; i++) ref.add(key.hash(i, kFormatVersion2));
+        uint64_t false_positives = 0;
+        for (uint64_t i = n; i < n + probes; i++)
+            false_positives += ref.contains(key.hash(i, kFormatVersion2));
+        const double measured = double(false_positives) / double(probes);
+        EXPECT_LE(measured, 1.05 * p + 4 * std::sqrt(p / double(probes))) << p;
+    }
+    // Within the cap, the parameters are size_filter's.
+    Parameters a, b;
+    ASSERT_EQ(size_filter_capped(1000, 0.01, 8, &a), Status::ok);
+    ASSERT_EQ(size_filter(1000, 0.01, &b), Status::ok);
+    EXPECT_EQ(a.hashes, b.hashes);
+    EXPECT_EQ(a.blocks, b.blocks);
+    EXPECT_EQ(a.block_log2, b.block_log2);
+}
+
 // Keys of other lengths go through other XXH3 code paths: 8-byte integers and 300-byte strings.
 TEST(Membership, OtherKeyShapes) {
     const uint64_t n = 100000, probes = 1000000;
