@@ -1,7 +1,7 @@
 """The Python client's figures for bench/python_client.sh (run there, against its cluster, which
 holds users_email_bloom and the stored filters 1 and 2): Filter.contains against the SQL point
-lookups, the follower's lag from COMMIT to a true answer, and the cost of a refresh when nothing
-changed. Prints a report and, on the last lines, summary rows "what|measured|op target|PASS or
+lookups, Filter.contains_many against a loop of contains on the same keys, the follower's lag
+from COMMIT to a true answer, and the cost of a refresh when nothing changed. Prints a report and, on the last lines, summary rows "what|measured|op target|PASS or
 MISS" (also appended to $PYTHON_CLIENT_SUMMARY_FILE if set).
 
 The lookups are measured side by side, round by round in an order that rotates: each SQL query
@@ -67,6 +67,34 @@ def contains_ns(f, keys, seconds):
         elapsed = time.perf_counter() - started
         if elapsed >= seconds:
             return elapsed / checks * 1e9
+
+
+def cpu_ns_per_key(check, keys, seconds):
+    """Mean CPU ns per key of check(keys), in whole calls, for at least `seconds` of this
+    thread's CPU time (time waiting for a CPU, with other work on the machine, left out)."""
+    checks, started = 0, time.thread_time()
+    while True:
+        check(keys)
+        checks += len(keys)
+        elapsed = time.thread_time() - started
+        if elapsed >= seconds:
+            return elapsed / checks * 1e9
+
+
+def batch_against_loop(checker, keys, rounds=5, seconds=0.5):
+    """(loop ns, batch ns) of CPU time a key: a loop of checker.contains against
+    checker.contains_many on the same keys, each the median of `rounds` passes taken in turn."""
+    contains = checker.contains
+
+    def loop(keys):
+        for key in keys:
+            contains(key)
+
+    loop_ns, batch_ns = [], []
+    for _ in range(rounds):
+        loop_ns.append(cpu_ns_per_key(loop, keys, seconds))
+        batch_ns.append(cpu_ns_per_key(checker.contains_many, keys, seconds))
+    return statistics.median(loop_ns), statistics.median(batch_ns)
 
 
 ROUND_SPREAD = float(os.environ.get("BENCH_ROUND_SPREAD", "1.3"))
@@ -219,6 +247,18 @@ def lookups(conn):
           "Filter.contains %.0f ns: %.1fx" % (len(keys), set_ns, filter_ns, filter_ns / set_ns))
     rows.append("python) Filter.contains time / a Python set lookup of the same strings|%.1f|-|-"
                 % (filter_ns / set_ns))
+    # The batch check, against a loop of contains on the same keys, passes in turn.
+    assert f.contains_many(keys) == [f.contains(k) for k in keys]
+    loop_ns, many_ns = batch_against_loop(f, keys)
+    present_loop, present_many = batch_against_loop(f, present)
+    absent_loop, absent_many = batch_against_loop(f, absent)
+    print("Filter.contains_many (the %d keys in one call) against a loop of Filter.contains, CPU time, median of 5 "
+          "passes of 0.5 s each in turn: %.0f ns a key against %.0f ns: %.2fx; present keys %.0f against %.0f ns: %.2fx; "
+          "absent keys %.0f against %.0f ns: %.2fx" % (
+              len(keys), many_ns, loop_ns, loop_ns / many_ns, present_many, present_loop,
+              present_loop / present_many, absent_many, absent_loop, absent_loop / absent_many))
+    row("python) contains_many per key vs contains: a loop of Filter.contains time / Filter.contains_many time, "
+        "the same keys", round(loop_ns / many_ns, 2), ">=", 3)
     label = {"index": "bloom_index_contains", "stored": "bloom_contains (stored filter)"}
     row("python) SQL point lookup time (%s, the faster) / Filter.contains time, median of %d of %d rounds%s"
         % (label[faster], len(counted), len(rounds), "" if reliable else ", machine busy: unreliable"),
@@ -457,6 +497,15 @@ def main():
     per_refresh = (idle.queries - queries) / refreshes
     print("%d refreshes: %.2f queries each, %.0f us each, filter bytes moved: %d (header rows of 36 bytes aside)"
           % (refreshes, per_refresh, seconds / refreshes * 1e6, max(moved)))
+    # The follower's batch check: one freshness check and the filter's batch for the keys.
+    rng = random.Random(2)
+    keys = [str(n) for n in rng.sample(range(2_000_000), 100_000)]
+    follower_loop, follower_many = batch_against_loop(idle, keys)
+    print("IndexFollower.contains_many: %.0f ns a key against %.0f ns for a loop of IndexFollower.contains (CPU "
+          "time, as above): %.2fx"
+          % (follower_many, follower_loop, follower_loop / follower_many))
+    rows.append("python) a loop of IndexFollower.contains time / IndexFollower.contains_many time|%.2f|-|-"
+                % (follower_loop / follower_many))
     idle.close()
     row("python) follower refresh, nothing changed: queries", per_refresh, "<=", 1)
     row("python) follower refresh, nothing changed: filter bytes moved", max(moved), "<=", 0)

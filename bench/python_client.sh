@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Python client's benchmark (clients/python): Filter.contains against the SQL point lookups
 # an application would otherwise send (pgbench -M prepared, 1 client, Unix socket), round by
-# round in one run, and against a Python set; the IndexFollower's lag from COMMIT to a true
+# round in one run, and against a Python set; Filter.contains_many and IndexFollower.contains_many
+# against a loop of contains on the same keys; the IndexFollower's lag from COMMIT to a true
 # answer over 10,000 inserts at interval = 0.1 s; the cost of a refresh when nothing changed; the
 # event loop while an AsyncIndexFollower reloads a 1M-key filter (psycopg, and asyncpg if
 # installed); a ShardedIndexFollower's lag over three shard clusters. Prints the figures and the

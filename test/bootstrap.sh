@@ -32,6 +32,7 @@ wanted=(
   sqlsmith                 # make fuzz
   python3-xxhash python3-psycopg python3-psycopg2 python3-pytest  # the Python client's tests
   python3-psycopg-pool python3-asyncpg python3-sqlalchemy python3-gunicorn  # and its adapters
+  python3-django           # bloomfilter.django (tests/test_django.py)
   python3-venv python3-setuptools python3-wheel  # the Python client's install in a venv (tested)
 )
 # The Node.js client's tests: Debian's nodejs and npm (and the CA certificates npm ci needs to

@@ -11,7 +11,8 @@ SQLAlchemy column type bloomfilter.sqlalchemy.Bloom.
 Following an index: bloomfilter.follow.IndexFollower(conn, "users_email_bloom").
 """
 
-from ._core import FORMAT_VERSIONS, Filter, Info, key_bytes, key_hash, shard_of
+from ._core import (FORMAT_VERSIONS, Filter, Info, UnsupportedVersionError, __version__, key_bytes,
+                    key_hash, shard_of)
 
-__all__ = ["Filter", "Info", "shard_of", "key_bytes", "key_hash", "FORMAT_VERSIONS"]
-__version__ = "1.0.0"
+__all__ = ["Filter", "Info", "shard_of", "key_bytes", "key_hash", "FORMAT_VERSIONS",
+           "UnsupportedVersionError", "__version__"]

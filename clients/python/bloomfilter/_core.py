@@ -12,13 +12,20 @@ import uuid
 
 import xxhash
 
+from . import _batch
+
 # XXH3 came with xxhash 2.0. The requirement is checked here rather than in pyproject.toml:
 # Debian's python3-xxhash (3.0 in bookworm) declares its version as 0.0.0 to pip.
 if not hasattr(xxhash, "xxh3_128_intdigest"):
     raise ImportError("bloomfilter needs xxhash 2.0 or later (XXH3); this one is %s"
                       % getattr(xxhash, "VERSION", "older"))
 
-__all__ = ["Filter", "Info", "shard_of", "key_bytes", "key_hash", "FORMAT_VERSIONS"]
+__all__ = ["Filter", "Info", "shard_of", "key_bytes", "key_hash", "FORMAT_VERSIONS",
+           "UnsupportedVersionError", "__version__"]
+
+# The client's version (pyproject.toml's), named in the errors that ask to upgrade it.
+__version__ = "1.1.0"
+DISTRIBUTION = "bloomfilter-postgresql"
 
 FORMAT_VERSION_1 = 1
 FORMAT_VERSION_2 = 2
@@ -163,10 +170,16 @@ def shard_of(key, shards):
     return (xxhash.xxh3_64_intdigest(key_bytes(key), seed=SHARD_SEED) * shards) >> 64
 
 
+class UnsupportedVersionError(ValueError):
+    """A filter of a format version this client does not read (.version): a newer one is made
+    by a newer extension, which a newer client reads."""
+
+
 def read_header(data):
     """Checks an encoded filter as read_header() in bloom.cpp does, in the same order; returns
     (version, block_log2, hashes, blocks, capacity, error_rate, inserted) or raises ValueError
-    (with .status, the core's status name) carrying the server's reason."""
+    (with .status, the core's status name) carrying the server's reason; for a format version
+    newer than this client's, UnsupportedVersionError, which says to upgrade the client."""
     def refuse(status):
         error = ValueError("invalid bloom value: " + MESSAGES[status])
         error.status = status
@@ -178,6 +191,13 @@ def read_header(data):
         _HEADER.unpack_from(data, 0)
     if magic != MAGIC:
         refuse("bad_magic")
+    if version > max(FORMAT_VERSIONS):
+        error = UnsupportedVersionError(
+            "invalid bloom value: %s %d, newer than this client (%s %s reads versions %s): "
+            "upgrade the Python client" % (MESSAGES["unsupported_version"], version, DISTRIBUTION,
+                                           __version__, " and ".join(map(str, FORMAT_VERSIONS))))
+        error.status, error.version = "unsupported_version", version
+        raise error
     if version not in FORMAT_VERSIONS:
         refuse("unsupported_version")
     try:
@@ -243,7 +263,7 @@ class Filter:
     """
 
     __slots__ = ("_data", "version", "capacity", "error_rate", "hashes", "block_log2", "blocks",
-                 "_block_bytes", "_shift", "_bit_mask", "_multipliers", "contains")
+                 "_block_bytes", "_shift", "_bit_mask", "_multipliers", "contains", "_batch")
 
     def __init__(self, data):
         """Takes the byte format (validated): use from_bytes() or empty()."""
@@ -256,6 +276,7 @@ class Filter:
         self._bit_mask = (1 << self.block_log2) - 1
         self._multipliers = tuple(position_multiplier(i) for i in range(self.hashes))
         self.contains = self._compile_contains()
+        self._batch = None
 
     @classmethod
     def from_bytes(cls, data):
@@ -407,6 +428,26 @@ class Filter:
         """`key in f`: f.contains(key)."""
         return self.contains(key)
 
+    def contains_many(self, keys):
+        """[f.contains(key) for key in keys], a list of bools, each step computed for the whole
+        batch at once (see _batch): for many keys, faster per key than the loop, most on keys
+        present. A key contains() refuses raises its error here too."""
+        if not isinstance(keys, (list, tuple)):
+            keys = list(keys)
+        if len(keys) < _batch.MIN_KEYS or not _batch.USABLE or len(self._data) > _batch.MAX_FILTER_BYTES:
+            contains = self.contains
+            return [contains(key) for key in keys]
+        check = self._batch
+        if check is None:
+            check = self._batch = _batch.BatchCheck(self)
+        digests = _batch.digests(keys, check.digest, key_bytes)
+        if len(digests) <= _batch.CHUNK:
+            return check(digests)
+        answers = []
+        for start in range(0, len(digests), _batch.CHUNK):
+            answers += check(digests[start:start + _batch.CHUNK])
+        return answers
+
     def add(self, key):
         """Adds a key in place (as SQL's bloom_add does to its copy): its bits are set and
         `inserted` counts it. Returns self."""
@@ -448,24 +489,31 @@ class Filter:
         """SQL's bloom_info(filter): capacity, error_rate, bits, hashes, bytes (the value's size,
         with PostgreSQL's 4-byte length word), inserted, bits_set, fill, estimated_count and
         estimated_error_rate, computed in the server's order of operations."""
+        bits_set, count_sum, error_sum = self._block_estimates(0, self.blocks)
+        bits = self.blocks << self.block_log2
+        return Info(self.capacity, self.error_rate, bits, self.hashes, len(self._data) + 4,
+                    self.inserted, bits_set, bits_set / float(bits), count_sum,
+                    error_sum / self.blocks)
+
+    def _block_estimates(self, first, last):
+        """Over blocks [first, last): the bits set, the sum of the blocks' estimated counts and
+        the sum of their estimated error rates (bloom_info's sums, in its order)."""
         block_bytes = self._block_bytes
         block_bits = float(1 << self.block_log2)
+        full = 1 << self.block_log2
         k = float(self.hashes)
         d = self._data
         bits_set = 0
         error_sum = 0.0
         count_sum = 0.0
-        for b in range(self.blocks):
+        for b in range(first, last):
             start = HEADER_BYTES + b * block_bytes
             set_bits = int.from_bytes(d[start:start + block_bytes], "little").bit_count()
             bits_set += set_bits
             fill = set_bits / block_bits
             error_sum += math.pow(fill, k)
-            count_sum += math.inf if set_bits == (1 << self.block_log2) else \
-                -(block_bits / k) * math.log1p(-fill)
-        bits = self.blocks << self.block_log2
-        return Info(self.capacity, self.error_rate, bits, self.hashes, len(d) + 4, self.inserted,
-                    bits_set, bits_set / float(bits), count_sum, error_sum / self.blocks)
+            count_sum += math.inf if set_bits == full else -(block_bits / k) * math.log1p(-fill)
+        return bits_set, count_sum, error_sum
 
     def copy(self):
         return Filter(bytes(self._data))

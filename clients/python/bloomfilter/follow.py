@@ -13,12 +13,18 @@ last refresh; after a reconnection, the whole filter again. Every row committed 
 of the last successful refresh is found; `lag` says how long ago that was.
 
 It works with a psycopg (3) or psycopg2 connection, or a conninfo string, and needs only
-SELECT on the indexed column (as bloom_index_contains does). It sets autocommit on the
-connection, which it uses from its own thread: give it a connection of its own.
+SELECT on the indexed column (as bloom_index_contains does), and the extension at version
+MIN_EXTENSION_VERSION or later (read when it connects: extension_version). It sets autocommit
+on the connection, which it uses from its own thread: give it a connection of its own.
+MultiIndexFollower follows several indexes of one database on one connection and thread.
 
 An answer "absent" is never older than `max_lag` seconds when one is given: past it, contains()
 answers True ("maybe: ask the database"), is_fresh() is False, and one warning is logged
 (logger "bloomfilter.follow") until a refresh succeeds again.
+
+Watching it: on_event(event, info) is called when the copy goes stale (past max_lag), is fresh
+again, is read whole (reload), and when the index holds more keys than its capacity; stats()
+gives the counters. A callback that raises is logged, never passed on.
 
 Forking servers (gunicorn --preload, uWSGI, Celery prefork, multiprocessing with fork): a
 follower made before the fork keeps working in every child. The child drops the parent's
@@ -27,6 +33,7 @@ refresh (reading the filter whole) and starts its own background thread if the p
 """
 
 import logging
+import math
 import os
 import re
 import threading
@@ -34,9 +41,25 @@ import time
 import uuid
 import weakref
 
-from ._core import HEADER_BYTES, Filter, key_bytes
+from ._core import DISTRIBUTION, HEADER_BYTES, Filter, __version__
 
-__all__ = ["IndexFollower", "ShardedIndexFollower", "UnsupportedIndexError"]
+__all__ = ["IndexFollower", "MultiIndexFollower", "ShardedIndexFollower", "UnsupportedIndexError",
+           "ExtensionVersionError", "EVENTS", "MIN_EXTENSION_VERSION"]
+
+# The oldest extension with what the follower reads: the bloomfilter index access method,
+# bloom_index_filter and bloom_index_changes (1.4).
+MIN_EXTENSION_VERSION = "1.4"
+
+# What on_event(event, info) is called with.
+EVENTS = ("stale", "fresh", "reload", "capacity")
+
+# Run once on each new connection: its server process, and the extension's version there.
+_CONNECTION = ("SELECT pg_catalog.pg_backend_pid(), (SELECT e.extversion FROM pg_catalog.pg_extension e "
+               "WHERE e.extname OPERATOR(pg_catalog.=) 'bloomfilter')")
+
+# Blocks whose estimate the capacity check computes between two chances for other threads (or
+# the event loop) to run: about 0.2 ms.
+_CAPACITY_BLOCKS_PER_STEP = 256
 
 _CURRENT_LSN = ("SELECT CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.pg_last_wal_replay_lsn() "
                 "ELSE pg_catalog.pg_current_wal_insert_lsn() END::text")
@@ -101,7 +124,7 @@ def _after_fork_in_child():
         try:
             follower._after_fork()
         except Exception:  # an at-fork hook cannot raise; the follower's lag says it is stale
-            _log.exception("follower of %s: could not restart after fork", follower.index_name)
+            _log.exception("follower of %s: could not restart after fork", follower._name)
 
 
 if hasattr(os, "register_at_fork"):
@@ -215,59 +238,86 @@ def _check_key(index_name, key_type, transform, key):
     return key
 
 
-class IndexFollower:
-    """Follows a bloomfilter index and answers contains(key) locally.
+class ExtensionVersionError(RuntimeError):
+    """The database has no bloomfilter extension, or one older than the follower needs."""
 
-    conn: a psycopg or psycopg2 connection (used by the follower alone), a conninfo string, or
-    a function returning a new connection; after a dropped connection the follower opens a new
-    one the same way. index_name: the index, as in SQL (schema-qualified or through the
-    search_path). interval: seconds between refreshes of the background thread; background=False
-    for none (call refresh() yourself). max_lag: seconds; once the last successful refresh is
-    older, contains() answers True (None: no bound).
-    """
 
-    def __init__(self, conn, index_name, interval=0.1, background=True, max_lag=None):
-        if callable(conn) and not hasattr(conn, "cursor"):
-            self._connect, self._conn = conn, None
-        elif isinstance(conn, str):
-            self._connect, self._conn = _reconnector(conn), None
-        else:
-            self._connect, self._conn = _reconnector(conn), conn
+def _version_tuple(text):
+    return tuple(int(number) for number in re.findall(r"\d+", text))
+
+
+def _check_extension(version):
+    """The extension's version on a new connection, if the follower can follow its indexes."""
+    if version is None:
+        raise ExtensionVersionError(
+            "the extension bloomfilter is not installed in this database: CREATE EXTENSION "
+            "bloomfilter (the follower of %s %s needs version %s or later)"
+            % (DISTRIBUTION, __version__, MIN_EXTENSION_VERSION))
+    version = _text(version)
+    if _version_tuple(version) < _version_tuple(MIN_EXTENSION_VERSION):
+        raise ExtensionVersionError(
+            "the extension bloomfilter is at version %s in this database, older than the follower "
+            "of %s %s needs (%s or later, for bloom_index_filter and bloom_index_changes): "
+            "ALTER EXTENSION bloomfilter UPDATE" % (version, DISTRIBUTION, __version__,
+                                                   MIN_EXTENSION_VERSION))
+    return version
+
+
+def _past_capacity(f, estimated_count, estimated_error_rate):
+    """bloom_index_info's needs_rebuild: the estimated error rate past 1.05 x error_rate, or the
+    estimated count past capacity by more than the estimate's own error (0.1% and four
+    standard deviations at capacity keys)."""
+    bits = float(f.blocks << f.block_log2)
+    x = f.hashes * float(f.capacity) / bits
+    margin = 4.0 * math.sqrt(bits / float(f.hashes * f.hashes) * ((math.exp(x) - 1.0) - x))
+    return (estimated_error_rate > 1.05 * f.error_rate
+            or estimated_count > 1.001 * float(f.capacity) + margin)
+
+
+class _Index:
+    """One followed index: the copy of its filter and its key rules, its WAL position, its
+    counters and events, and the answers from them. IndexFollower is one with a connection and
+    a thread of its own, MultiIndexFollower holds several on one connection, AsyncIndexFollower
+    is one refreshed by a task of an event loop."""
+
+    # Seconds between two checks of the copy against the index's capacity while pages change
+    # (each full read is checked at once). A check reads every block of the copy: 2 ms for a
+    # 1M-key filter, in slices between which the application's threads run.
+    capacity_check_interval = 60.0
+
+    def _init_index(self, index_name, max_lag, on_event):
         self.index_name = index_name
-        self.interval = interval
         self.max_lag = max_lag
-        self._stale_warned = False
-        self._closed = False
-        self._pid = os.getpid()
+        self.on_event = on_event
         # (filter, key type, key transform) of the index, replaced as one by a reload, so that
         # contains() never pairs a filter with another index's key rules.
         self._state = None
         self._oid = None
         self._lsn = None
-        self._refreshed_at = None  # time.monotonic() at the start of the last successful refresh
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = None
+        self._refreshed_at = None    # time.monotonic() at the start of the last successful refresh
+        self._refreshed_wall = None  # the same, as time.time()
+        self._stale_warned = False
+        self._flag_lock = threading.Lock()
+        self._deferred = None  # events kept until a refresh's lock is released
+        self._reload_reason = "start"
+        self._capacity_checked_at = None
+        self._pages_changed = False
         self.last_error = None
         self.refreshes = 0
         self.reloads = 0
-        self.reconnects = 0
-        self.queries = 0            # queries sent, all refreshes together
+        self.errors = 0             # refreshes that failed
+        self.checks = 0             # keys checked, by contains() and contains_many()
         self.last_rows = 0          # rows of the last refresh's query
         self.last_bytes = 0         # filter bytes the last refresh's query moved (header included)
-        self.backend_pid = None     # the server process of the follower's connection
-        if self._conn is not None:
-            self._prepare_connection()
-        self.refresh()
-        _followers.add(self)
-        if background:
-            self.start()
+        self.estimated_count = None  # keys in the copy, as of the last capacity check
+        self.over_capacity = False
 
     # -- answers --------------------------------------------------------------------------
 
     def contains(self, key):
         """False: no row committed before the last successful refresh has this key (after the
         index's expression, if any); True: one probably has."""
+        self.checks += 1
         f, key_type, transform = self._state
         try:
             key = _check_key(self.index_name, key_type, transform, key)
@@ -279,6 +329,37 @@ class IndexFollower:
         return f.contains(key)
 
     __contains__ = contains
+
+    def contains_many(self, keys):
+        """[contains(key) for key in keys], a list of bools, from one look at the copy: one
+        freshness check for the batch (past max_lag every answer is True) and the filter's
+        batch check (Filter.contains_many). A key contains() refuses raises its error."""
+        if not isinstance(keys, (list, tuple)):
+            keys = list(keys)
+        f, key_type, transform = self._state
+        self.checks += len(keys)
+        maybe = ()
+        if transform is not None:
+            checked, maybe = [], []
+            for key in keys:
+                try:
+                    checked.append(transform(key))
+                except _Unreproducible:
+                    maybe.append(len(checked))
+                    checked.append("")
+            keys = checked
+        elif key_type is not None:
+            kinds = set(map(type, keys))
+            if not all(issubclass(kind, key_type) for kind in kinds):
+                for key in keys:  # the error of the first key contains() refuses
+                    _check_key(self.index_name, key_type, None, key)
+        if self.max_lag is not None and time.monotonic() - self._refreshed_at > self.max_lag:
+            self._stale()
+            return [True] * len(keys)
+        answers = f.contains_many(keys)
+        for position in maybe:
+            answers[position] = True
+        return answers
 
     @property
     def filter(self):
@@ -297,45 +378,258 @@ class IndexFollower:
         bound = self.max_lag if max_lag is None else max_lag
         return bound is None or self.lag <= bound
 
+    def stats(self):
+        """The counters, for an application to export: a dict of index, lag (seconds, None
+        before the first refresh), fresh, last_refresh (time.time() at the start of the last
+        successful refresh), checks (keys checked), refreshes, reloads, reconnects, errors
+        (failed refreshes), last_error, queries, last_rows, last_bytes, extension_version,
+        capacity, estimated_count and over_capacity (as of the last capacity check)."""
+        connection = self._connection_owner
+        state = self._state
+        lag = None if self._refreshed_at is None else self.lag
+        return {
+            "index": self.index_name,
+            "lag": lag,
+            "fresh": lag is not None and (self.max_lag is None or lag <= self.max_lag),
+            "last_refresh": self._refreshed_wall,
+            "checks": self.checks,
+            "refreshes": self.refreshes,
+            "reloads": self.reloads,
+            "reconnects": connection.reconnects,
+            "errors": self.errors,
+            "last_error": None if self.last_error is None else str(self.last_error),
+            "queries": connection.queries,
+            "last_rows": self.last_rows,
+            "last_bytes": self.last_bytes,
+            "extension_version": connection.extension_version,
+            "capacity": None if state is None else state[0].capacity,
+            "estimated_count": self.estimated_count,
+            "over_capacity": self.over_capacity,
+        }
+
+    # -- events ---------------------------------------------------------------------------
+
+    def _event(self, event, info):
+        if self.on_event is None:
+            return
+        with self._flag_lock:
+            if self._deferred is not None:
+                self._deferred.append((event, info))
+                return
+        self._call(event, info)
+
+    def _call(self, event, info):
+        callback = self.on_event
+        try:
+            callback(event, info)
+        except Exception:
+            _log.exception("follower of %s: the on_event callback raised on %r", self.index_name, event)
+
     def _stale(self):
         # A child forked where Python's at-fork handlers did not run (uWSGI without
         # py-call-osafterfork forks from C) has neither thread nor connection of its own: the
         # first stale answer there sets the follower up again.
-        if getattr(self, "_pid", None) not in (None, os.getpid()):
+        owner = self._connection_owner
+        if getattr(owner, "_pid", None) not in (None, os.getpid()):
             with _restart_lock:  # taken in such a child only, so never held across a fork
-                if self._pid != os.getpid():
-                    self._after_fork()
-        if not self._stale_warned:
+                if owner._pid != os.getpid():
+                    owner._after_fork()
+        with self._flag_lock:  # the answering threads and the refreshing one: one warning
+            if self._stale_warned:
+                return
             self._stale_warned = True
-            _log.warning("follower of %s: last refresh %.1f s ago, more than max_lag=%s s (%s); "
-                         "contains() answers True until a refresh succeeds", self.index_name,
-                         self.lag, self.max_lag, self.last_error or "no refresh since")
+        lag = self.lag
+        _log.warning("follower of %s: last refresh %.1f s ago, more than max_lag=%s s (%s); "
+                     "contains() answers True until a refresh succeeds", self.index_name,
+                     lag, self.max_lag, self.last_error or "no refresh since")
+        self._event("stale", {"index": self.index_name, "lag": lag, "max_lag": self.max_lag,
+                              "error": self.last_error})
 
-    # -- keeping current ------------------------------------------------------------------
+    def _refreshed(self, started, wall):
+        """After a successful refresh that started at `started` (time.monotonic())."""
+        before = self._refreshed_at
+        self._refreshed_at = started
+        self._refreshed_wall = wall
+        self.refreshes += 1
+        self.last_error = None
+        with self._flag_lock:
+            was_stale, self._stale_warned = self._stale_warned, False
+        if was_stale:
+            _log.warning("follower of %s: fresh again", self.index_name)
+            self._event("fresh", {"index": self.index_name,
+                                  "lag": None if before is None else time.monotonic() - before})
+
+    def _failed(self, error):
+        self.last_error = error
+        self.errors += 1
+        if self.max_lag is not None and self._refreshed_at is not None and self.lag > self.max_lag:
+            self._stale()
+
+    def _loaded(self, f, data_bytes):
+        reason, self._reload_reason = self._reload_reason or "reload", None
+        self.reloads += 1
+        self._capacity_checked_at = None  # a new copy: checked at once
+        _log.info("follower of %s: read the whole filter (%s), %d bytes", self.index_name, reason,
+                  data_bytes)
+        self._event("reload", {"index": self.index_name, "reason": reason, "bytes": data_bytes,
+                               "capacity": f.capacity, "error_rate": f.error_rate})
+
+    def _capacity_due(self):
+        if self._state is None:
+            return False
+        if self._capacity_checked_at is None:
+            return True
+        return (self._pages_changed
+                and time.monotonic() - self._capacity_checked_at >= self.capacity_check_interval)
+
+    def _capacity_steps(self):
+        """Estimates the keys in the copy as bloom_index_info does, yielding between slices of
+        blocks; past capacity (its needs_rebuild), logs a warning and calls on_event once."""
+        self._capacity_checked_at = time.monotonic()
+        self._pages_changed = False
+        f = self._state[0]
+        count_sum = error_sum = 0.0
+        for first in range(0, f.blocks, _CAPACITY_BLOCKS_PER_STEP):
+            yield  # before each slice: not in the same turn as the reading of the filter
+            _, counts, errors = f._block_estimates(first, min(f.blocks, first + _CAPACITY_BLOCKS_PER_STEP))
+            count_sum += counts
+            error_sum += errors
+        estimated_error_rate = error_sum / f.blocks
+        self.estimated_count = count_sum
+        passed = _past_capacity(f, count_sum, estimated_error_rate)
+        if passed and not self.over_capacity:
+            _log.warning("follower of %s: the index holds about %.0f keys, past its capacity %d "
+                         "(estimated error rate %.3g, asked %.3g): resize it (ALTER INDEX ... SET "
+                         "(capacity = ...), REINDEX INDEX CONCURRENTLY)", self.index_name, count_sum,
+                         f.capacity, estimated_error_rate, f.error_rate)
+            self.over_capacity = True
+            self._event("capacity", {"index": self.index_name, "capacity": f.capacity,
+                                     "error_rate": f.error_rate, "estimated_count": count_sum,
+                                     "estimated_error_rate": estimated_error_rate})
+        elif not passed:
+            self.over_capacity = False
+
+    # -- refreshing (over a blocking connection: IndexFollower, MultiIndexFollower) --------
+
+    def _refresh_index(self):
+        if self._state is None or self._lsn is None:
+            self._load()
+        else:
+            self._apply_changes()
+
+    def _check_capacity(self):
+        if self._capacity_due():
+            for _ in self._capacity_steps():
+                time.sleep(0)  # the application's threads run between slices
+
+    def _describe(self):
+        """(OID, key type, key transform or None) of the index now under the name."""
+        rows = self._query(_DESCRIBE, [self.index_name])
+        columns = self._query(_COLUMNS, [rows[0][0]]) if rows and rows[0][1] else None
+        return _key_rules(self.index_name, rows, columns)
+
+    def _load(self):
+        oid, key_type, transform = self._describe()
+        (lsn,), = self._query(_CURRENT_LSN, [])
+        (data,), = self._query(_LOAD, [oid])
+        self.last_rows, self.last_bytes = 1, len(data)
+        f = Filter.from_bytes(bytes(data))
+        self._state = (f, key_type, transform)
+        self._oid, self._lsn = oid, _text(lsn)
+        self._loaded(f, len(data))
+
+    def _apply_changes(self):
+        rows = self._query(_CHANGES, [self.index_name, self.index_name, self._lsn])
+        self.last_rows = len(rows)
+        self.last_bytes = sum(len(row[2]) for row in rows)
+        if not rows:
+            return
+        next_lsn = _merge(self._state[0], self._oid, rows)
+        if next_lsn is None:
+            # Another index under the name (REINDEX CONCURRENTLY, or dropped and created) or
+            # new parameters: read it whole. Until the new copy is complete (and if reading it
+            # fails) contains() answers from the current one, as of the last refresh.
+            self._reload_reason = "rebuilt"
+            self._load()
+            return
+        if len(rows) > 1:
+            self._pages_changed = True
+        self._lsn = next_lsn
+
+
+class _Connected:
+    """A follower's connection (reopened after it drops) and background thread, for the
+    indexes of _followed()."""
+
+    def _init_connection(self, conn, interval):
+        if callable(conn) and not hasattr(conn, "cursor"):
+            self._connect, self._conn = conn, None
+        elif isinstance(conn, str):
+            self._connect, self._conn = _reconnector(conn), None
+        else:
+            self._connect, self._conn = _reconnector(conn), conn
+        self.interval = interval
+        self._closed = False
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = None
+        self.reconnects = 0
+        self.queries = 0            # queries sent, all refreshes together
+        self.backend_pid = None     # the server process of the follower's connection
+        self.extension_version = None  # the extension's version there (pg_extension.extversion)
 
     def refresh(self):
-        """Brings the copy up to date now (one query when the index is the same). Raises the
+        """Brings the copy up to date now (one query per index when it is the same). Raises the
         driver's error if the server cannot be reached; the next refresh reconnects."""
-        with self._lock:
-            started = time.monotonic()
+        # on_event is called once the lock is released, so that a callback may call refresh().
+        indexes = self._followed()
+        pending = []
+        try:
+            with self._lock:
+                for index in indexes:
+                    with index._flag_lock:
+                        index._deferred = []
+                try:
+                    self._refresh_locked(indexes)
+                finally:
+                    for index in indexes:
+                        with index._flag_lock:
+                            pending.append((index, index._deferred or ()))
+                            index._deferred = None
+        finally:
+            for index, events in pending:
+                for event, info in events:
+                    index._call(event, info)
+
+    def _refresh_locked(self, indexes):
+        try:
+            if self._conn is None:
+                self._open()
+        except Exception as error:
+            for index in indexes:
+                index._failed(error)
+            if self._connection_lost():
+                self._close_connection()
+            raise
+        first_error = None
+        for position, index in enumerate(indexes):
+            started, wall = time.monotonic(), time.time()
             try:
-                if self._conn is None:
-                    self._open()
-                if self._state is None or self._lsn is None:
-                    self._load()
-                else:
-                    self._apply_changes()
+                index._refresh_index()
             except Exception as error:
-                self.last_error = error
+                index._failed(error)
+                first_error = first_error or error
                 if self._connection_lost():
                     self._close_connection()
-                raise
-            self._refreshed_at = started
-            self.refreshes += 1
-            self.last_error = None
-            if self._stale_warned:
-                self._stale_warned = False
-                _log.warning("follower of %s: fresh again", self.index_name)
+                    for rest in indexes[position + 1:]:
+                        rest._failed(error)
+                    break
+                continue
+            index._refreshed(started, wall)
+            index._check_capacity()
+        if first_error is not None:
+            raise first_error
 
     def start(self):
         """Starts the background thread (refreshing every `interval` seconds)."""
@@ -362,7 +656,7 @@ class IndexFollower:
         self.close()
 
     def _after_fork(self):
-        # In a forked child: the parent's lock may have been held by its thread, which does not
+        # In a forked child: the parent's locks may have been held by its thread, which does not
         # exist here, and its connection is the parent's session.
         running = self._thread is not None and not self._closed
         self._lock = threading.Lock()
@@ -371,7 +665,11 @@ class IndexFollower:
         if self._conn is not None:
             _inherited.append(self._conn)
             self._conn = None
-        self._lsn = None
+        for index in self._followed():
+            index._flag_lock = threading.Lock()
+            index._deferred = None
+            index._lsn = None
+            index._reload_reason = "fork"
         self.backend_pid = None
         self._pid = os.getpid()
         if running:
@@ -387,8 +685,6 @@ class IndexFollower:
             except Exception:
                 pass  # kept in last_error; lag grows until a refresh succeeds
 
-    # -- queries ---------------------------------------------------------------------------
-
     def _open(self):
         if self._connect is None:
             raise RuntimeError("the follower's connection is closed and it cannot open another")
@@ -396,14 +692,18 @@ class IndexFollower:
         self.reconnects += 1
         # The new connection may reach another server (a standby promoted when the primary
         # failed), whose WAL positions are not the old one's: changes since the old position
-        # could leave out keys committed there. The next refresh reads the filter whole.
-        self._lsn = None
+        # could leave out keys committed there. The next refresh reads each filter whole.
+        for index in self._followed():
+            index._lsn = None
+            if index._reload_reason is None:
+                index._reload_reason = "reconnect"
         self._prepare_connection()
 
     def _prepare_connection(self):
         if getattr(self._conn, "autocommit", True) is not True:
             self._conn.autocommit = True
-        (self.backend_pid,), = self._query("SELECT pg_catalog.pg_backend_pid()", [])
+        (self.backend_pid, version), = self._query(_CONNECTION, [])
+        self.extension_version = _check_extension(version)
 
     def _connection_lost(self):
         conn = self._conn
@@ -432,35 +732,117 @@ class IndexFollower:
         finally:
             cursor.close()
 
-    def _describe(self):
-        """(OID, key type, key transform or None) of the index now under the name."""
-        rows = self._query(_DESCRIBE, [self.index_name])
-        columns = self._query(_COLUMNS, [rows[0][0]]) if rows and rows[0][1] else None
-        return _key_rules(self.index_name, rows, columns)
 
-    def _load(self):
-        oid, key_type, transform = self._describe()
-        (lsn,), = self._query(_CURRENT_LSN, [])
-        (data,), = self._query(_LOAD, [oid])
-        self.last_rows, self.last_bytes = 1, len(data)
-        self._state = (Filter.from_bytes(bytes(data)), key_type, transform)
-        self._oid, self._lsn = oid, _text(lsn)
-        self.reloads += 1
+class IndexFollower(_Index, _Connected):
+    """Follows a bloomfilter index and answers contains(key) and contains_many(keys) locally.
 
-    def _apply_changes(self):
-        rows = self._query(_CHANGES, [self.index_name, self.index_name, self._lsn])
-        self.last_rows = len(rows)
-        self.last_bytes = sum(len(row[2]) for row in rows)
-        if not rows:
-            return
-        next_lsn = _merge(self._state[0], self._oid, rows)
-        if next_lsn is None:
-            # Another index under the name (REINDEX CONCURRENTLY, or dropped and created) or
-            # new parameters: read it whole. Until the new copy is complete (and if reading it
-            # fails) contains() answers from the current one, as of the last refresh.
-            self._load()
-            return
-        self._lsn = next_lsn
+    conn: a psycopg or psycopg2 connection (used by the follower alone), a conninfo string, or
+    a function returning a new connection; after a dropped connection the follower opens a new
+    one the same way. index_name: the index, as in SQL (schema-qualified or through the
+    search_path). interval: seconds between refreshes of the background thread; background=False
+    for none (call refresh() yourself). max_lag: seconds; once the last successful refresh is
+    older, contains() answers True (None: no bound). on_event: a function called as
+    on_event(event, info) on "stale", "fresh", "reload" and "capacity" (see the README).
+    """
+
+    def __init__(self, conn, index_name, interval=0.1, background=True, max_lag=None,
+                 on_event=None):
+        self._init_connection(conn, interval)
+        self._init_index(index_name, max_lag, on_event)
+        self._connection_owner = self
+        if self._conn is not None:
+            self._prepare_connection()
+        self.refresh()
+        _followers.add(self)
+        if background:
+            self.start()
+
+    def _followed(self):
+        return (self,)
+
+    @property
+    def _name(self):
+        return self.index_name
+
+
+class _SharedIndex(_Index):
+    """One index of a MultiIndexFollower: IndexFollower's answers, counters and events; the
+    connection, thread, refresh() and close() are the MultiIndexFollower's."""
+
+    def __init__(self, follower, index_name, max_lag, on_event):
+        self._init_index(index_name, max_lag, on_event)
+        self._connection_owner = follower
+
+    def _query(self, sql, parameters):
+        return self._connection_owner._query(sql, parameters)
+
+    @property
+    def extension_version(self):
+        return self._connection_owner.extension_version
+
+    def __repr__(self):
+        return "<bloomfilter.follow index %s of a MultiIndexFollower>" % self.index_name
+
+
+class MultiIndexFollower(_Connected):
+    """Follows several bloomfilter indexes of one database on one connection and one thread.
+
+        follower = MultiIndexFollower(dsn, ["users_email_bloom", "orders_ref_bloom"], max_lag=5)
+        follower.index("users_email_bloom").contains(email)
+
+    index(name) (or follower[name]) is that index's follower: contains, contains_many, lag,
+    is_fresh, filter, stats and counters as IndexFollower's; each index has its own lag, since a
+    refresh that fails for one (it was dropped) goes on with the others. The other arguments are
+    IndexFollower's, the same for every index; on_event's info names the index.
+    """
+
+    def __init__(self, conn, index_names, interval=0.1, background=True, max_lag=None,
+                 on_event=None):
+        if isinstance(index_names, str):
+            raise TypeError("MultiIndexFollower takes a list of index names, not one name")
+        names = list(index_names)
+        if not names:
+            raise ValueError("MultiIndexFollower needs at least one index name")
+        if len(set(names)) != len(names):
+            raise ValueError("an index is named twice: %r" % (names,))
+        self._init_connection(conn, interval)
+        self.max_lag = max_lag
+        self.indexes = {name: _SharedIndex(self, name, max_lag, on_event) for name in names}
+        try:
+            if self._conn is not None:
+                self._prepare_connection()
+            self.refresh()
+        except BaseException:
+            self._close_connection()
+            raise
+        _followers.add(self)
+        if background:
+            self.start()
+
+    def _followed(self):
+        return tuple(self.indexes.values())
+
+    @property
+    def _name(self):
+        return ", ".join(self.indexes)
+
+    def index(self, index_name):
+        """The follower of one of the indexes (KeyError for another name)."""
+        return self.indexes[index_name]
+
+    __getitem__ = index
+
+    @property
+    def lag(self):
+        """The largest of the indexes' lags."""
+        return max(index.lag for index in self.indexes.values())
+
+    def is_fresh(self, max_lag=None):
+        return all(index.is_fresh(max_lag) for index in self.indexes.values())
+
+    def stats(self):
+        """{index name: that index's stats()}."""
+        return {name: index.stats() for name, index in self.indexes.items()}
 
 
 class ShardedIndexFollower:
@@ -470,16 +852,19 @@ class ShardedIndexFollower:
     for contains() to answer True.
 
     conns: connections, conninfo strings or functions returning a connection, one per shard.
-    The other arguments are IndexFollower's, the same for every shard.
+    The other arguments are IndexFollower's, the same for every shard; on_event's info also
+    has "shard", the shard's position in conns.
     """
 
-    def __init__(self, conns, index_name, interval=0.1, background=True, max_lag=None):
+    def __init__(self, conns, index_name, interval=0.1, background=True, max_lag=None,
+                 on_event=None):
         self.index_name = index_name
         self.followers = []
         try:
-            for conn in conns:
-                self.followers.append(IndexFollower(conn, index_name, interval=interval,
-                                                    background=background, max_lag=max_lag))
+            for shard, conn in enumerate(conns):
+                self.followers.append(IndexFollower(
+                    conn, index_name, interval=interval, background=background, max_lag=max_lag,
+                    on_event=None if on_event is None else _for_shard(on_event, shard)))
         except BaseException:
             self.close()
             raise
@@ -496,6 +881,22 @@ class ShardedIndexFollower:
 
     __contains__ = contains
 
+    def contains_many(self, keys):
+        """[contains(key) for key in keys]: each shard checks, in one batch, the keys no shard
+        before it has."""
+        keys = keys if isinstance(keys, (list, tuple)) else list(keys)
+        answers = [False] * len(keys)
+        pending = range(len(keys))
+        for follower in self.followers:
+            found = follower.contains_many([keys[i] for i in pending])
+            for i, answer in zip(pending, found):
+                if answer:
+                    answers[i] = True
+            pending = [i for i, answer in zip(pending, found) if not answer]
+            if not pending:
+                break
+        return answers
+
     @property
     def lag(self):
         """The largest of the shards' lags: every "absent" is as of at most this long ago."""
@@ -503,6 +904,10 @@ class ShardedIndexFollower:
 
     def is_fresh(self, max_lag=None):
         return all(follower.is_fresh(max_lag) for follower in self.followers)
+
+    def stats(self):
+        """The shards' stats(), in the order of conns."""
+        return [follower.stats() for follower in self.followers]
 
     def refresh(self):
         """Refreshes every shard; raises the first shard's error once all were tried."""
@@ -524,6 +929,10 @@ class ShardedIndexFollower:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _for_shard(on_event, shard):
+    return lambda event, info: on_event(event, dict(info, shard=shard))
 
 
 from .follow_async import AsyncIndexFollower  # noqa: E402 (it builds on this module)

@@ -9,20 +9,19 @@ AsyncConnection or asyncpg, refreshed by a task of the event loop that never blo
 
 The queries are the sync follower's; results are read in binary (the filter's bytes as they
 come, no hex to decode), and what is done with them between two awaits is a copy of the
-filter's bytes on a reload and a slice assignment per changed page: make bench measures the
-longest stall of the loop during reloads of a 1M-key filter.
+filter's bytes on a reload and a slice assignment per changed page (and, after a reload, the
+check against the index's capacity, in slices of blocks with an await between them): make bench
+measures the longest stall of the loop during reloads of a 1M-key filter. The answers,
+contains_many, stats() and on_event are IndexFollower's.
 """
 
 import asyncio
-import logging
 import time
 
 from ._core import Filter
 from . import follow as _follow
 
 __all__ = ["AsyncIndexFollower"]
-
-_log = logging.getLogger("bloomfilter.follow")
 
 
 def _dollar(sql):
@@ -56,17 +55,19 @@ def _async_reconnector(conn):
     return None  # asyncpg: give a function to reconnect (lambda: asyncpg.connect(dsn))
 
 
-class AsyncIndexFollower:
-    """Follows a bloomfilter index from an asyncio event loop; contains(key) answers locally.
+class AsyncIndexFollower(_follow._Index):
+    """Follows a bloomfilter index from an asyncio event loop; contains(key) and
+    contains_many(keys) answer locally.
 
     conn: a psycopg AsyncConnection or asyncpg connection (used by the follower alone), a
     conninfo string, or an async function returning a new connection (after a dropped
     connection the follower opens a new one the same way; an asyncpg connection given as it is
-    cannot be reopened). interval, max_lag: as IndexFollower's. Start it with
-    `async with AsyncIndexFollower(...)` or `await follower.start()`; `await follower.aclose()`.
+    cannot be reopened). interval, max_lag, on_event: as IndexFollower's (on_event is called
+    from the loop). Start it with `async with AsyncIndexFollower(...)` or
+    `await follower.start()`; `await follower.aclose()`.
     """
 
-    def __init__(self, conn, index_name, interval=0.1, max_lag=None):
+    def __init__(self, conn, index_name, interval=0.1, max_lag=None, on_event=None):
         if callable(conn) and not isinstance(conn, str) and not hasattr(conn, "cursor") \
                 and not hasattr(conn, "fetch"):
             self._connect, self._conn = conn, None
@@ -74,33 +75,16 @@ class AsyncIndexFollower:
             self._connect, self._conn = _async_reconnector(conn), None
         else:
             self._connect, self._conn = _async_reconnector(conn), conn
-        self.index_name = index_name
+        self._init_index(index_name, max_lag, on_event)
+        self._connection_owner = self
         self.interval = interval
-        self.max_lag = max_lag
-        self._state = None
-        self._oid = None
-        self._lsn = None
-        self._refreshed_at = None
         self._lock = None
         self._task = None
-        self._stale_warned = False
         self._prepared = False
-        self.last_error = None
-        self.refreshes = 0
-        self.reloads = 0
         self.reconnects = 0
         self.queries = 0
-        self.last_rows = 0
-        self.last_bytes = 0
-
-    # -- answers (IndexFollower's) -----------------------------------------------------------
-
-    contains = _follow.IndexFollower.contains
-    __contains__ = contains
-    filter = _follow.IndexFollower.filter
-    lag = _follow.IndexFollower.lag
-    is_fresh = _follow.IndexFollower.is_fresh
-    _stale = _follow.IndexFollower._stale
+        self.backend_pid = None
+        self.extension_version = None
 
     # -- keeping current ---------------------------------------------------------------------
 
@@ -135,7 +119,7 @@ class AsyncIndexFollower:
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
-            started = time.monotonic()
+            started, wall = time.monotonic(), time.time()
             try:
                 if self._conn is None:
                     await self._open()
@@ -146,16 +130,14 @@ class AsyncIndexFollower:
                 else:
                     await self._apply_changes()
             except Exception as error:
-                self.last_error = error
+                self._failed(error)
                 if self._connection_lost():
                     await self._close_connection()
                 raise
-            self._refreshed_at = started
-            self.refreshes += 1
-            self.last_error = None
-            if self._stale_warned:
-                self._stale_warned = False
-                _log.warning("follower of %s: fresh again", self.index_name)
+            self._refreshed(started, wall)
+            if self._capacity_due():
+                for _ in self._capacity_steps():
+                    await asyncio.sleep(0)  # the loop runs between slices of blocks
 
     async def _run(self):
         next_start = time.monotonic() + self.interval
@@ -178,11 +160,15 @@ class AsyncIndexFollower:
         self._conn = await self._connect()
         self.reconnects += 1
         self._lsn = None  # maybe another server: read the filter whole (as IndexFollower)
+        if self._reload_reason is None:
+            self._reload_reason = "reconnect"
         self._prepared = False
 
     async def _prepare_connection(self):
         if _driver(self._conn) == "psycopg" and not self._conn.autocommit:
             await self._conn.set_autocommit(True)
+        (self.backend_pid, version), = await self._query(_follow._CONNECTION, [])
+        self.extension_version = _follow._check_extension(version)
         self._prepared = True
 
     def _connection_lost(self):
@@ -217,9 +203,10 @@ class AsyncIndexFollower:
         (lsn,), = await self._query(_follow._CURRENT_LSN, [])
         (data,), = await self._query(_follow._LOAD, [oid])
         self.last_rows, self.last_bytes = 1, len(data)
-        self._state = (Filter.from_bytes(data), key_type, transform)
+        f = Filter.from_bytes(data)
+        self._state = (f, key_type, transform)
         self._oid, self._lsn = oid, _follow._text(lsn)
-        self.reloads += 1
+        self._loaded(f, len(data))
 
     async def _apply_changes(self):
         rows = await self._query(_follow._CHANGES, [self.index_name, self.index_name, self._lsn])
@@ -229,6 +216,9 @@ class AsyncIndexFollower:
             return
         next_lsn = _follow._merge(self._state[0], self._oid, rows)
         if next_lsn is None:
+            self._reload_reason = "rebuilt"
             await self._load()
             return
+        if len(rows) > 1:
+            self._pages_changed = True
         self._lsn = next_lsn

@@ -1,0 +1,59 @@
+"""BloomfilterIndex: the extension's index access method in a model's Meta.indexes."""
+
+import math
+
+from django.contrib.postgres.indexes import PostgresIndex
+
+__all__ = ["BloomfilterIndex"]
+
+
+class BloomfilterIndex(PostgresIndex):
+    """CREATE INDEX name ON table USING bloomfilter (key) WITH (capacity = ..., error_rate = ...).
+
+    One key: a field (fields=["email"]) or an expression (Lower("email")), with a name (up to 38
+    characters). capacity and error_rate are the index's reloptions (the server's defaults,
+    1000000 and 0.01, when not given); condition=Q(...) makes a partial index."""
+
+    suffix = "bloomfilter"
+
+    def __init__(self, *expressions, capacity=None, error_rate=None, **kwargs):
+        if capacity is not None and (isinstance(capacity, bool) or not isinstance(capacity, int)
+                                     or capacity < 1):
+            raise ValueError("BloomfilterIndex.capacity must be None or a positive integer.")
+        if error_rate is not None and (isinstance(error_rate, bool)
+                                       or not isinstance(error_rate, (int, float))
+                                       or math.isnan(error_rate) or not 0 < error_rate < 1):
+            raise ValueError("BloomfilterIndex.error_rate must be None or a number between 0 and 1.")
+        super().__init__(*expressions, **kwargs)
+        if len(self.fields) + len(self.expressions) != 1:
+            raise ValueError("A BloomfilterIndex has one key: one field or one expression.")
+        if any(order for _, order in self.fields_orders):
+            raise ValueError("A BloomfilterIndex has no order: name its field without '-'.")
+        self.capacity = capacity
+        self.error_rate = error_rate
+
+    def deconstruct(self):
+        _, args, kwargs = super().deconstruct()
+        if self.capacity is not None:
+            kwargs["capacity"] = self.capacity
+        if self.error_rate is not None:
+            kwargs["error_rate"] = self.error_rate
+        return "bloomfilter.django.BloomfilterIndex", args, kwargs
+
+    def create_sql(self, model, schema_editor, using="", **kwargs):
+        # PostgresIndex.create_sql, with a space before WITH: ("email") WITH (capacity = ...).
+        self.check_supported(schema_editor)
+        statement = super(PostgresIndex, self).create_sql(
+            model, schema_editor, using=" USING %s" % self.suffix, **kwargs)
+        with_params = self.get_with_params()
+        if with_params:
+            statement.parts["extra"] = " WITH (%s)%s" % (", ".join(with_params), statement.parts["extra"])
+        return statement
+
+    def get_with_params(self):
+        with_params = []
+        if self.capacity is not None:
+            with_params.append("capacity = %d" % self.capacity)
+        if self.error_rate is not None:
+            with_params.append("error_rate = %r" % float(self.error_rate))
+        return with_params
