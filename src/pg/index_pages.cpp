@@ -268,8 +268,13 @@ const IndexLayout &load_layout(Relation index) {
 }
 
 // The number of layers a layered index's metapage has published now, under a share lock.
-uint32_t published_layers(Relation index) {
-    Buffer buffer = ReadBuffer(index, kMetaBlock);
+uint32_t published_layers(Relation index, const IndexLayout &cached) {
+    Buffer buffer = cached.recent_meta;
+    if (buffer == InvalidBuffer ||
+        !ReadRecentBuffer(relation_file(index), MAIN_FORKNUM, kMetaBlock, buffer)) {
+        buffer = ReadBuffer(index, kMetaBlock);
+        cached.recent_meta = buffer;
+    }
     LockBuffer(buffer, BUFFER_LOCK_SHARE);
     const IndexMetaLayered *meta =
         reinterpret_cast<const IndexMetaLayered *>(PageGetContents(BufferGetPage(buffer)));
@@ -284,7 +289,7 @@ uint32_t published_layers(Relation index) {
 const IndexLayout &current_layout(Relation index) {
     const IndexLayout &cached = index_layout(index);
     if (cached.layout_version != kIndexLayeredVersion) return cached;
-    const uint32_t count = published_layers(index);
+    const uint32_t count = published_layers(index, cached);
     if (count == cached.layer_count) return cached;
     if (count < cached.layer_count)
         ereport(ERROR, (errcode(ERRCODE_INDEX_CORRUPTED),

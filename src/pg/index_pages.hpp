@@ -159,6 +159,9 @@ struct IndexLayout {
     uint64_t capacity;
     double error_rate;
     FilterPages layers[kMaxLayers];
+    // The buffer the metapage was last found in, as recent_buffers (a layered index reads it at
+    // every check).
+    mutable Buffer recent_meta;
     // The filter of layout 1, or layer 0.
     const FilterPages &first() const { return layers[0]; }
     const FilterPages &newest() const { return layers[layer_count - 1]; }
