@@ -127,8 +127,10 @@ void write_meta_page(Relation index, const uint8_t *header, const Parameters &pa
     UnlockReleaseBuffer(buffer);
 }
 
-// The next data page, holding `length` bytes of the filter's bits, logged whole.
-void write_data_page(Relation index, const uint8_t *bits, uint32_t length) {
+// The next data page, holding `length` bytes of the filter's bits, logged whole. A layered
+// index's page has the count of its bits set after its bytes_per_page.
+void write_data_page(Relation index, const uint8_t *bits, uint32_t length,
+                     uint32_t bytes_per_page) {
     CHECK_FOR_INTERRUPTS();
     Buffer buffer = new_page(index);
     GenericXLogState *xlog = GenericXLogStart(index);
@@ -136,6 +138,10 @@ void write_data_page(Relation index, const uint8_t *bits, uint32_t length) {
     init_page(page, 0);
     memcpy(page_bits(page), bits, length);
     reinterpret_cast<PageHeader>(page)->pd_lower = MAXALIGN(SizeOfPageHeaderData) + length;
+    if (index_expansion(index) > 0) {
+        store_u32(page_bits(page) + bytes_per_page, uint32_t(count_bits(bits, length)));
+        reinterpret_cast<PageHeader>(page)->pd_lower = layer_page_lower(bytes_per_page);
+    }
     GenericXLogFinish(xlog);
     UnlockReleaseBuffer(buffer);
 }
@@ -147,7 +153,7 @@ void write_data_pages(Relation index, const Parameters &parameters, const uint8_
     const uint32_t bytes_per_page = bytes_per_page_for(parameters);
     for (uint64_t offset = 0; offset < length; offset += bytes_per_page)
         write_data_page(index, bits + offset,
-                        uint32_t(Min(uint64_t(bytes_per_page), length - offset)));
+                        uint32_t(Min(uint64_t(bytes_per_page), length - offset)), bytes_per_page);
 }
 
 struct BuildState {

@@ -79,18 +79,6 @@ uint32_t bytes_per_page_room(Page page) {
 }
 #endif
 
-uint64_t count_bits(const uint8_t *bytes, uint32_t length) {
-    uint64_t set = 0;
-    uint32_t i = 0;
-    for (; i + 8 <= length; i += 8) {
-        uint64_t word;
-        memcpy(&word, bytes + i, 8);
-        set += uint64_t(__builtin_popcountll(word));
-    }
-    for (; i < length; i++) set += uint64_t(__builtin_popcount(bytes[i]));
-    return set;
-}
-
 void init_data_page(Page page, uint32_t bits_length) {
     PageInit(page, BLCKSZ, sizeof(IndexPageOpaque));
     IndexPageOpaque *opaque = page_opaque(page);
@@ -102,9 +90,10 @@ void init_data_page(Page page, uint32_t bits_length) {
 // Sets bits of a data page whose buffer is exclusively locked, logged through the generic WAL
 // API as contrib/bloom logs its pages: GenericXLogFinish finds the changed bytes itself, and its
 // record format stays generic_xlog.c's own. A layered index's page (`layer` not null) that is
-// new is made a data page first; one whose bits now pass the fill its layer has at capacity is
-// flagged, in the same record: the return value says it was just flagged. Sets *fill to the
-// share of the page's bits set.
+// new is made a data page first; its count of bits set (layer_bits_set) goes up by the bits this
+// key sets, and once it passes the fill the layer has at capacity the page is flagged, in the
+// same record: the return value says it was just flagged. Sets *fill to the share of the page's
+// bits set.
 bool set_bits_logged(Relation index, Buffer buffer, const BitPlace *places, uint32_t n,
                      const FilterPages *layer = nullptr, double full_fill = 2.0,
                      double *fill = nullptr) {
@@ -120,20 +109,24 @@ bool set_bits_logged(Relation index, Buffer buffer, const BitPlace *places, uint
             uint64_t(BufferGetBlockNumber(buffer) - layer->first_block) * layer->bytes_per_page;
         length = uint32_t(Min(uint64_t(layer->bytes_per_page), layer->bits_bytes() - begin));
         // A page added ahead of its layer was logged with its bits as the page's hole; they are
-        // logged from their first change on.
-        if (PageIsNew(page)) init_data_page(page, length);
+        // logged from their first change on, with the count after them.
+        if (PageIsNew(page)) init_data_page(page, 0);
         PageHeader header = reinterpret_cast<PageHeader>(page);
-        header->pd_lower =
-            Max(header->pd_lower, LocationIndex(MAXALIGN(SizeOfPageHeaderData) + length));
+        header->pd_lower = Max(header->pd_lower, layer_page_lower(*layer));
     }
     uint8_t *bits = page_bits(page);
+    uint32_t newly_set = 0;
     for (uint32_t i = 0; i < n; i++) {
         Assert(places[i].byte < bytes_per_page_room(page));
+        newly_set += (bits[places[i].byte] & places[i].mask) == 0;
         bits[places[i].byte] |= places[i].mask;
     }
     bool flagged = false;
     if (layer != nullptr) {
-        *fill = double(count_bits(bits, length)) / (8.0 * length);
+        uint8_t *count = bits + layer->bytes_per_page;
+        const uint32_t set = load_u32(count) + newly_set;
+        store_u32(count, set);
+        *fill = double(set) / (8.0 * length);
         if (*fill >= full_fill && (page_opaque(page)->flags & kFullPageFlag) == 0) {
             page_opaque(page)->flags |= kFullPageFlag;
             flagged = true;
@@ -210,6 +203,7 @@ bool read_layered_meta(Relation index, const IndexMetaLayered &meta, IndexLayout
             header.parameters.hashes != expected.hashes ||
             header.parameters.block_log2 != expected.block_log2 ||
             header.parameters.version != kFormatVersion2 || !layer.blocks_in_one_page() ||
+            layer.bytes_per_page + sizeof(uint32_t) > kPageBitsRoom ||
             stored.first_block != next_block ||
             uint64_t(stored.data_pages) !=
                 (layer.bits_bytes() + layer.bytes_per_page - 1) / layer.bytes_per_page ||
@@ -418,17 +412,20 @@ void count_full_page(Relation index, uint32_t layer_number) {
 // read. For a layered index's newest layer (`layer`), returns whether the page was flagged full
 // and sets *fill (-1 when nothing was written).
 bool add_to_page(Relation index, const BitPlace *places, uint32_t n, const FilterPages *layer,
-                 double full, double *fill) {
+                 double full, double *fill, bool *page_full = nullptr) {
     Buffer buffer = ReadBuffer(index, places[0].page);
     LockBuffer(buffer, BUFFER_LOCK_SHARE);
     bool flagged = false;
     if (fill != nullptr) *fill = -1;
-    if (!places_set(checked_page(index, buffer, layer != nullptr), places, n)) {
+    Page page = checked_page(index, buffer, layer != nullptr);
+    if (!places_set(page, places, n)) {
         LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
         LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
-        checked_page(index, buffer, layer != nullptr);
+        page = checked_page(index, buffer, layer != nullptr);
         flagged = set_bits_logged(index, buffer, places, n, layer, full, fill);
     }
+    if (page_full != nullptr)
+        *page_full = !PageIsNew(page) && (page_opaque(page)->flags & kFullPageFlag) != 0;
     UnlockReleaseBuffer(buffer);
     return flagged;
 }
@@ -438,8 +435,12 @@ bool add_to_page(Relation index, const BitPlace *places, uint32_t n, const Filte
 // Sets the key's bits (a layered index's, in its newest layer). A page whose bits are all set
 // already is only read: a key added again (and every row of a REINDEX CONCURRENTLY's validation
 // pass) writes no WAL.
+//
+// A layered index's key goes to the newest layer this backend knows of, without reading the
+// metapage: a key in an older layer is found all the same, checks reading every layer. When the
+// page it lands on is full, the layer is about to give way, and the metapage is read again.
 void add_key(Relation index, KeyHash h) {
-    const IndexLayout &layout = current_layout(index);
+    const IndexLayout &layout = index_layout(index);
     const FilterPages &filter = layout.newest();
     BitPlace *places = static_cast<BitPlace *>(palloc(sizeof(BitPlace) * filter.parameters.hashes));
     const uint32_t n = key_places(filter, h, places);
@@ -447,10 +448,12 @@ void add_key(Relation index, KeyHash h) {
         const uint32_t number = layout.layer_count - 1;
         const double full = full_fill(filter);
         double fill;
-        const bool flagged = add_to_page(index, places, n, &filter, full, &fill);
+        bool page_full;
+        const bool flagged = add_to_page(index, places, n, &filter, full, &fill, &page_full);
         pfree(places);
         if (fill >= 0) add_pages_ahead(index, layout, fill / full);
         if (flagged) count_full_page(index, number);
+        if (page_full) current_layout(index);
         return;
     }
     for (uint32_t first = 0; first < n;) {
@@ -460,6 +463,18 @@ void add_key(Relation index, KeyHash h) {
         first = end;
     }
     pfree(places);
+}
+
+uint64_t count_bits(const uint8_t *bytes, uint32_t length) {
+    uint64_t set = 0;
+    uint32_t i = 0;
+    for (; i + 8 <= length; i += 8) {
+        uint64_t word;
+        memcpy(&word, bytes + i, 8);
+        set += uint64_t(__builtin_popcountll(word));
+    }
+    for (; i < length; i++) set += uint64_t(__builtin_popcount(bytes[i]));
+    return set;
 }
 
 const IndexLayout &index_layout(Relation index) {

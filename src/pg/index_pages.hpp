@@ -129,6 +129,12 @@ inline uint32_t bytes_per_page_for(const Parameters &p) {
     return kSpanningSliceBytes;
 }
 
+// A layered index's data page keeps the number of its bits set (u32) right after the layer's
+// bytes_per_page, which always leaves room for it; pd_lower covers it.
+inline LocationIndex layer_page_lower(uint32_t bytes_per_page) {
+    return LocationIndex(MAXALIGN(SizeOfPageHeaderData) + bytes_per_page + sizeof(uint32_t));
+}
+
 // One filter's pages: the index's filter (layout 1) or one layer (layout 2).
 struct FilterPages {
     Parameters parameters;
@@ -147,6 +153,9 @@ struct FilterPages {
     uint32_t offset_in_page(uint64_t byte) const { return uint32_t(byte % bytes_per_page); }
     uint64_t block_start(KeyHash h) const { return key_block_offset(h, parameters) - kHeaderBytes; }
 };
+inline LocationIndex layer_page_lower(const FilterPages &layer) {
+    return layer_page_lower(layer.bytes_per_page);
+}
 
 // The metapage's contents, checked, as kept in the index's relcache entry. A layered index's
 // entry holds the layers published when it was read; a check reads their number again from the
@@ -191,6 +200,9 @@ bool index_contains(Relation index, KeyHash h);
 // is held between the steps, so the caller may open and lock other relations in between.
 const uint8_t *index_locate_block(Relation index, KeyHash h, Buffer *buffer);
 bool index_block_contains(Relation index, Buffer buffer, const uint8_t *block, KeyHash h);
+
+// The bits set in `length` bytes.
+uint64_t count_bits(const uint8_t *bytes, uint32_t length);
 
 // Copies the filter's bits (bits_bytes() of them) out of the data pages of a layout 1 index, or
 // of layer 0 of a layered one.
