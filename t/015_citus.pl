@@ -22,6 +22,10 @@
 #   5. A shard moved to the other worker (block_writes) while 4 pgbench writers insert new emails
 #      and a reader checks registered ones through the function: no write lost, no false answer;
 #      the moved shard's index is on its new node, and every email, old and new, answers true.
+#   6. The Node client's CitusIndexFollower (clients/node/test/citus.test.mjs, compiled in a copy
+#      of the package), against this cluster: a distributed table of its own followed through a
+#      shard move under writers (no row committed before the follower's lag missed), then users,
+#      after the move of 5: every email found. Skipped without node or the package's dependencies.
 # Needs Citus installed into the server (test/citus.sh builds the vendored Citus 13.2.2 and
 # installs it); skipped without it.
 use strict;
@@ -398,6 +402,37 @@ is(scalar(@inserted), $total, "users holds the $total emails the writers inserte
 ($true, $false, $code) = checked(\@inserted);
 is("$true true, $false false, error $code", scalar(@inserted) . ' true, 0 false, error none',
 	'coordinator: each email the writers inserted (' . scalar(@inserted) . ') answers true');
+
+###############################################################################################
+note("6. the Node client's CitusIndexFollower");
+# run-tap.sh runs the tests from a copy of t/, having left the project's root: OLDPWD names it.
+# BLOOM_NODE_CLIENT names another clients/node.
+my $package = $ENV{BLOOM_NODE_CLIENT} // ($ENV{OLDPWD} // '') . '/clients/node';
+SKIP: {
+	my $node_version = '';
+	skip 'no node on PATH (apt-get install nodejs npm)', 2
+		unless eval { IPC::Run::run([ 'node', '--version' ], '<', \undef, '>', \$node_version, '2>', \my $ignored) };
+	chomp $node_version;
+	skip "no Node client with its dependencies in '$package' (npm ci there, or set BLOOM_NODE_CLIENT)", 2
+		unless -f "$package/package.json" && -d "$package/node_modules/typescript";
+	# Compiled in a copy, whose node_modules is the package's: the tests may run as a user that
+	# cannot write the tree.
+	my $copy = PostgreSQL::Test::Utils::tempdir();
+	system('cp', '-R', (map { "$package/$_" } qw(package.json tsconfig.json src scripts test)), $copy) == 0
+		or die "cannot copy $package";
+	symlink("$package/node_modules", "$copy/node_modules") or die "cannot link $package/node_modules: $!";
+	my ($ok, $out, $err) = node_run($coordinator, 'node', "$copy/scripts/build.mjs");
+	ok($ok, "the Node client compiles (node $node_version)") or diag("$out\n$err");
+	local $ENV{BLOOM_CITUS_COORDINATOR} = sprintf('postgresql://%s@127.0.0.1:%d/postgres', scalar getpwuid($>), $coordinator->port);
+	($ok, $out, $err) = node_run($coordinator, 'node', '--test', "$copy/test/citus.test.mjs");
+	note(s/^\s*# //r) for grep { /^\s*# (?!Subtest)/ } split /\n/, $out;
+	my %count = $out =~ /^# (tests|pass|fail|skipped) (\d+)$/mg;
+	my $tests = $count{tests} // 0;
+	is($ok && $tests > 0 ? "$tests tests: $count{pass} passed, $count{fail} failed, $count{skipped} skipped" : 'node --test failed',
+		"$tests tests: $tests passed, 0 failed, 0 skipped",
+		'node --test clients/node/test/citus.test.mjs: CitusIndexFollower finds every row, through a shard move')
+		or diag("$out\n$err");
+}
 
 $_->stop for $coordinator, @workers;
 done_testing();

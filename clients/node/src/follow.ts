@@ -104,7 +104,7 @@ const KEY_TYPES: Record<string, KeyType> = {
 };
 
 // Text results parsed here, whatever type parsers the application set on its connections.
-const TEXT_TYPES = {
+export const TEXT_TYPES = {
   getTypeParser(oid: number): (value: string) => unknown {
     switch (oid) {
       case 17: // bytea, hex output
@@ -292,7 +292,7 @@ class BlockCounter {
   }
 }
 
-function isClient(value: unknown): value is FollowerClient {
+export function isClient(value: unknown): value is FollowerClient {
   return typeof value === "object" && value !== null && typeof (value as FollowerClient).query === "function";
 }
 
@@ -302,17 +302,37 @@ async function loadPg(): Promise<any> {
   return module.default ?? module;
 }
 
-function connectionLost(error: any): boolean {
+/** How to open a new connection like `connection`: a function's own call; for a pg Client, a new
+ * Client of its class with its parameters (null for a client that has none, of another driver);
+ * for a connection string or config, a new pg Client. */
+export function connector(connection: FollowerConnection): (() => Promise<FollowerClient>) | null {
+  if (typeof connection === "function") return async () => await connection();
+  if (isClient(connection)) {
+    const parameters = (connection as any).connectionParameters;
+    const ClientClass = (connection as any).constructor;
+    return parameters && typeof ClientClass === "function"
+      ? async () => { const next = new ClientClass(parameters); await next.connect(); return next; }
+      : null;
+  }
+  return async () => {
+    const pg = await loadPg();
+    const next = new pg.Client(typeof connection === "string" ? { connectionString: connection } : connection);
+    await next.connect();
+    return next;
+  };
+}
+
+export function connectionLost(error: any): boolean {
   const code: unknown = error?.code;
   // No SQLSTATE: the socket failed. 08xxx: connection exceptions; 57P01..57P03: the server went.
   return typeof code !== "string" || !/^[0-9A-Z]{5}$/.test(code) || code.startsWith("08") || /^57P0[123]$/.test(code);
 }
 
-const now = () => performance.now();
+export const now = (): number => performance.now();
 
 /** Calls the listeners of `event` with `payload`; one that throws, or whose promise rejects, is
  * reported and counted, and the others still run. */
-function notify(emitter: EventEmitter & { listenerErrors: number }, event: string, payload: unknown): void {
+export function notify(emitter: EventEmitter & { listenerErrors: number }, event: string, payload: unknown): void {
   for (const listener of emitter.rawListeners(event)) {
     try {
       const result: any = (listener as (payload: unknown) => unknown).call(emitter, payload);
@@ -348,7 +368,6 @@ export interface IndexFollower {
  * An EventEmitter: "stale", "fresh", "reload" and "capacity" (FollowerEvents).
  */
 export class IndexFollower extends EventEmitter implements IndexChecker {
-  readonly indexNames: readonly string[];
   readonly interval: number;
   readonly maxLag: number;
   /** The last refresh's error, until a refresh succeeds. */
@@ -374,11 +393,15 @@ export class IndexFollower extends EventEmitter implements IndexChecker {
    * read on each new connection. */
   extensionVersion: string | null = null;
 
+  /** The indexes followed, in order; follow() changes them. */
+  private names: readonly string[];
   private states: (IndexState | null)[];
   private lsns: (string | null)[];
   /** Why each index's next load happens; null: its first. */
   private reasons: (ReloadReason | null)[];
-  private readonly everyIndex: readonly number[];
+  private everyIndex: readonly number[];
+  /** Counts the changes of `names`: index()'s answerers find their positions again after one. */
+  private generation = 0;
   private client: FollowerClient | null = null;
   private lost = false;
   private readonly connect: (() => Promise<FollowerClient>) | null;
@@ -396,34 +419,23 @@ export class IndexFollower extends EventEmitter implements IndexChecker {
 
   private constructor(connection: FollowerConnection, indexNames: string | string[], options: FollowerOptions) {
     super();
-    this.indexNames = Object.freeze(Array.isArray(indexNames) ? [...indexNames] : [indexNames]);
-    if (this.indexNames.length === 0) throw new RangeError("no index to follow");
+    this.names = Object.freeze(Array.isArray(indexNames) ? [...indexNames] : [indexNames]);
+    if (this.names.length === 0) throw new RangeError("no index to follow");
     this.interval = options.interval ?? 100;
     this.maxLag = options.maxLag ?? Infinity;
     this.keepAlive = options.keepAlive ?? false;
     if (!(this.interval > 0)) throw new RangeError("interval must be a positive number of milliseconds");
-    this.states = this.indexNames.map(() => null);
-    this.lsns = this.indexNames.map(() => null);
-    this.reasons = this.indexNames.map(() => null);
-    this.everyIndex = Object.freeze(this.indexNames.map((_, i) => i));
-    if (typeof connection === "function") {
-      this.connect = async () => await (connection as () => FollowerClient | Promise<FollowerClient>)();
-    } else if (isClient(connection)) {
-      this.attach(connection);
-      // The next connections: a new Client of the same class with the same parameters.
-      const parameters = (connection as any).connectionParameters;
-      const ClientClass = (connection as any).constructor;
-      this.connect = parameters && typeof ClientClass === "function"
-        ? async () => { const next = new ClientClass(parameters); await next.connect(); return next; }
-        : null;
-    } else {
-      this.connect = async () => {
-        const pg = await loadPg();
-        const next = new pg.Client(typeof connection === "string" ? { connectionString: connection } : connection);
-        await next.connect();
-        return next;
-      };
-    }
+    this.states = this.names.map(() => null);
+    this.lsns = this.names.map(() => null);
+    this.reasons = this.names.map(() => null);
+    this.everyIndex = Object.freeze(this.names.map((_, i) => i));
+    if (isClient(connection)) this.attach(connection);
+    this.connect = connector(connection);
+  }
+
+  /** The indexes followed, in order (follow() changes them). */
+  get indexNames(): readonly string[] {
+    return this.names;
   }
 
   /** A follower of `indexNames` (one name, or the names of several indexes answered as their
@@ -462,15 +474,24 @@ export class IndexFollower extends EventEmitter implements IndexChecker {
   /** Answers for one of the followed indexes (or several names, as their union), with the
    * follower's copies, freshness and counters: one connection following unrelated indexes. */
   index(names: string | readonly string[]): IndexChecker {
-    const positions = (typeof names === "string" ? [names] : [...names]).map((name) => {
-      const i = this.indexNames.indexOf(name);
-      if (i < 0) throw new RangeError(`${name} is not one of the indexes followed (${this.indexNames.join(", ")})`);
-      return i;
-    });
-    if (positions.length === 0) throw new RangeError("no index named");
+    const wanted = typeof names === "string" ? [names] : [...names];
+    if (wanted.length === 0) throw new RangeError("no index named");
+    // Found again after follow() changed the indexes followed.
+    let generation = -1, positions: readonly number[] = [];
+    const find = (): readonly number[] => {
+      if (generation === this.generation) return positions;
+      positions = wanted.map((name) => {
+        const i = this.names.indexOf(name);
+        if (i < 0) throw new RangeError(`${name} is not one of the indexes followed (${this.names.join(", ")})`);
+        return i;
+      });
+      generation = this.generation;
+      return positions;
+    };
+    find();
     return {
-      contains: (key: Key) => this.answer(key, positions),
-      containsMany: (keys: Iterable<Key>) => this.answerMany(keys, positions),
+      contains: (key: Key) => this.answer(key, find()),
+      containsMany: (keys: Iterable<Key>) => this.answerMany(keys, find()),
     };
   }
 
@@ -490,7 +511,7 @@ export class IndexFollower extends EventEmitter implements IndexChecker {
       const state = this.states[i]!;
       let probe: Key | typeof MAYBE = key;
       if (state.transform !== null) probe = state.transform(key);
-      else if (state.keyType !== null) check(key, state.keyType, this.indexNames[i]);
+      else if (state.keyType !== null) check(key, state.keyType, this.names[i]);
       if (probe === MAYBE) return true;
       if (state.filter.contains(probe, state.keyType ?? undefined)) return true;
     }
@@ -524,7 +545,7 @@ export class IndexFollower extends EventEmitter implements IndexChecker {
         }
         probes = transformed;
       } else if (state.keyType !== null) {
-        for (let j = 0; j < asked.length; j++) check(asked[j], state.keyType, this.indexNames[i]);
+        for (let j = 0; j < asked.length; j++) check(asked[j], state.keyType, this.names[i]);
       }
       const found = state.filter.containsMany(probes, state.keyType ?? undefined);
       if (maybe !== null) for (const j of maybe) found[j] = true;
@@ -544,7 +565,7 @@ export class IndexFollower extends EventEmitter implements IndexChecker {
 
   /** The current copies (format version 2), one per index. */
   get filters(): Filter[] {
-    return this.states.map((state) => state!.filter);
+    return this.everyIndex.map((i) => this.states[i]!.filter);
   }
 
   /** True when the copy is at most `maxLag` ms old (the follower's maxLag if not given; with
@@ -565,7 +586,7 @@ export class IndexFollower extends EventEmitter implements IndexChecker {
       lag: this.lag, lastRefresh: this.refreshedAtWall, stale: this.lag > this.maxLag, checks: this.checks,
       refreshes: this.refreshes, errors: this.errors, reloads: this.reloads, reconnects: this.reconnects,
       listenerErrors: this.listenerErrors,
-      indexes: this.states.flatMap((state, i) => (state?.usage ? [{ index: this.indexNames[i], ...state.usage.get() }] : [])),
+      indexes: this.states.flatMap((state, i) => (state?.usage ? [{ index: this.names[i], ...state.usage.get() }] : [])),
     };
   }
 
@@ -621,15 +642,8 @@ export class IndexFollower extends EventEmitter implements IndexChecker {
     let rows = 0, bytes = 0;
     const over: number[] = [];
     try {
-      // A connection that reported an error or its end: a new one now, not one failed query later.
-      if (this.client !== null && this.lost) await this.dropConnection();
-      if (this.client === null) await this.open();
-      if (this.backendPid === null) {
-        const [row] = await this.query(CONNECTION, []);
-        this.backendPid = row.pid;
-        this.extensionVersion = row.extversion;
-      }
-      for (let i = 0; i < this.indexNames.length; i++) {
+      await this.connected();
+      for (let i = 0; i < this.names.length; i++) {
         const [r, b] = this.states[i] === null || this.lsns[i] === null
           ? await this.load(i, this.reasons[i]) : await this.applyChanges(i);
         rows += r;
@@ -660,7 +674,55 @@ export class IndexFollower extends EventEmitter implements IndexChecker {
       this.staleEmitted = false;
     }
     this.watchAge();
-    for (const i of over) notify(this, "capacity", { index: this.indexNames[i], ...this.states[i]!.usage!.get() });
+    for (const i of over) notify(this, "capacity", { index: this.names[i], ...this.states[i]!.usage!.get() });
+  }
+
+  /**
+   * Follows `indexNames` from now on, the indexes kept with their copies: the new ones are loaded
+   * first (between two refreshes, on the follower's connection), then the indexes no longer named
+   * are forgotten, at once, so that a key moving from one index to another is never without a
+   * copy that has it. Rejects, still following what it followed, if a new index cannot be loaded.
+   */
+  async follow(indexNames: string | readonly string[]): Promise<void> {
+    const names = typeof indexNames === "string" ? [indexNames] : [...new Set(indexNames)];
+    if (names.length === 0) throw new RangeError("no index to follow");
+    while (this.running !== null) await this.running.catch(() => undefined);
+    const run = this.followOnce(names);
+    this.running = run;
+    try {
+      await run;
+    } finally {
+      this.running = null;
+    }
+  }
+
+  private async followOnce(names: readonly string[]): Promise<void> {
+    if (this.closed) throw new Error("the follower is closed");
+    const before = this.names.length;
+    const added = names.filter((name) => !this.names.includes(name));
+    if (added.length > 0) {
+      // Loaded at positions after the current ones, which contains() alone reads meanwhile.
+      this.names = Object.freeze([...this.names, ...added]);
+      this.states.push(...added.map(() => null));
+      this.lsns.push(...added.map(() => null));
+      this.reasons.push(...added.map(() => null));
+      try {
+        await this.connected();
+        for (let i = before; i < this.names.length; i++) await this.load(i, null);
+      } catch (error) {
+        if (this.lost || connectionLost(error)) await this.dropConnection();
+        this.names = Object.freeze(this.names.slice(0, before));
+        this.states.length = this.lsns.length = this.reasons.length = before;
+        throw error;
+      }
+    }
+    const positions = names.map((name) => this.names.indexOf(name));
+    this.names = Object.freeze([...names]);
+    this.states = positions.map((i) => this.states[i]);
+    this.lsns = positions.map((i) => this.lsns[i]);
+    this.reasons = positions.map((i) => this.reasons[i]);
+    this.everyIndex = Object.freeze(names.map((_, i) => i));
+    this.generation += 1;
   }
 
   /** Reads every filter whole again (as after a reconnection), then refreshes as usual. */
@@ -710,6 +772,18 @@ export class IndexFollower extends EventEmitter implements IndexChecker {
     client.on("end", () => { if (this.client === client) this.lost = true; });
   }
 
+  /** A connection, with its server process and extension version read: a new one if there was
+   * none or if it reported an error or its end (now, not one failed query later). */
+  private async connected(): Promise<void> {
+    if (this.client !== null && this.lost) await this.dropConnection();
+    if (this.client === null) await this.open();
+    if (this.backendPid === null) {
+      const [row] = await this.query(CONNECTION, []);
+      this.backendPid = row.pid;
+      this.extensionVersion = row.extversion;
+    }
+  }
+
   private async open(): Promise<void> {
     if (this.connect === null) throw new Error("the follower's connection is closed and it cannot open another");
     const client = await this.connect();
@@ -740,7 +814,7 @@ export class IndexFollower extends EventEmitter implements IndexChecker {
   }
 
   private async describe(i: number): Promise<Described> {
-    const name = this.indexNames[i];
+    const name = this.names[i];
     const rows = await this.query(DESCRIBE, [name]);
     if (rows.length === 0) throw new Error(`index ${name} not found`);
     const row = rows[0];
@@ -814,7 +888,7 @@ export class IndexFollower extends EventEmitter implements IndexChecker {
     this.reloads += 1;
     if (reason !== null) {
       notify(this, "reload", {
-        index: this.indexNames[i], reason, bytes: filter.byteLength, rows: chunks.length, milliseconds: now() - started,
+        index: this.names[i], reason, bytes: filter.byteLength, rows: chunks.length, milliseconds: now() - started,
       });
     }
     return [chunks.length, filter.byteLength];
@@ -822,7 +896,7 @@ export class IndexFollower extends EventEmitter implements IndexChecker {
 
   private async applyChanges(i: number): Promise<[number, number]> {
     const state = this.states[i]!;
-    const rows = await this.query(CHANGES, [this.indexNames[i], this.lsns[i]]);
+    const rows = await this.query(CHANGES, [this.names[i], this.lsns[i]]);
     if (rows.length === 0) return [0, 0];
     const bytes = rows.reduce((sum, row) => sum + row.bytes.length, 0);
     const first = rows[0];

@@ -14,3 +14,5 @@ export { IndexFollower, ShardedIndexFollower, UnsupportedIndexError } from "./fo
 export type {
   FollowerClient, FollowerConnection, FollowerOptions, FollowerEvents, FollowerStats, IndexChecker, IndexUsage, ReloadReason,
 } from "./follow.js";
+export { CitusIndexFollower } from "./citus.js";
+export type { CitusFollowerOptions, CitusFollowerEvents, CitusFollowerStats, CitusNode, ShardPlacement } from "./citus.js";

@@ -1,8 +1,8 @@
 // IndexFollower against a server: it finds every row committed before its last refresh, under 8
 // concurrent writers, through a dropped connection and REINDEX CONCURRENTLY; costs one query per
 // index when nothing changed; applies lower(); answers "maybe" past maxLag; answers several
-// indexes as their union, or one of them (index()); containsMany answers as contains; its events,
-// stats() and the extension's version.
+// indexes as their union, or one of them (index()); follow() changes the indexes; containsMany
+// answers as contains; its events, stats() and the extension's version.
 import { once } from "node:events";
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -444,6 +444,43 @@ describe("IndexFollower", { skip: !HAVE_SERVER && "no server: set PGHOST (test/r
       assert.equal(told.length, 1);
     } finally {
       await early.close();
+    }
+  });
+
+  test("follow(): new indexes loaded before the ones no longer named are forgotten", async () => {
+    const [aTable, aIndex] = await makeTable();
+    const [bTable, bIndex] = await makeTable();
+    await conn.query(`INSERT INTO ${aTable} (email) VALUES ('a@mail.com')`);
+    await conn.query(`INSERT INTO ${bTable} (email) VALUES ('b@mail.com')`);
+    const follower = await IndexFollower.open(() => db.client(), aIndex, { interval: INTERVAL });
+    try {
+      const a = follower.index(aIndex);
+      assert.deepEqual(follower.containsMany(["a@mail.com", "b@mail.com"]), [true, false]);
+      // Loaded while the timer refreshes: then both, in the order named.
+      await follower.follow([bIndex, aIndex]);
+      assert.deepEqual(follower.indexNames, [bIndex, aIndex]);
+      assert.deepEqual(follower.containsMany(["a@mail.com", "b@mail.com"]), [true, true]);
+      assert.equal(follower.filters.length, 2);
+      assert.equal(a.contains("a@mail.com"), true, "index() answers for its index after follow()");
+      assert.equal(follower.index(bIndex).contains("a@mail.com"), false);
+      // An index that cannot be loaded: rejected, and the follower follows what it followed.
+      await assert.rejects(follower.follow([aIndex, bIndex, "no_such_index"]), /no_such_index/);
+      assert.deepEqual(follower.indexNames, [bIndex, aIndex]);
+      await conn.query(`INSERT INTO ${bTable} (email) VALUES ('b2@mail.com')`);
+      await follower.refresh();
+      assert.equal(follower.contains("b2@mail.com"), true);
+      // Forgotten: a no longer answers, and index() for it says so.
+      const reloads = follower.reloads;
+      await follower.follow(bIndex);
+      assert.deepEqual(follower.indexNames, [bIndex]);
+      assert.deepEqual(follower.containsMany(["a@mail.com", "b@mail.com"]), [false, true]);
+      assert.throws(() => a.contains("a@mail.com"), RangeError);
+      assert.equal(follower.reloads, reloads, "the index kept is not read again");
+      assert.deepEqual(follower.stats().indexes.map((i) => i.index), [bIndex]);
+      await follower.refresh();
+      assert.equal(follower.errors, 0);
+    } finally {
+      await follower.close();
     }
   });
 
