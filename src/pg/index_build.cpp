@@ -64,20 +64,6 @@ void init_page(Page page, uint16_t flags) {
     opaque->page_id = kIndexPageId;
 }
 
-// A new page at the end of the index, exclusively locked.
-Buffer new_page(Relation index) {
-#if PG_VERSION_NUM >= 160000
-    return ExtendBufferedRel(BMR_REL(index), MAIN_FORKNUM, nullptr, EB_LOCK_FIRST);
-#else
-    const bool need_lock = !RELATION_IS_LOCAL(index);
-    if (need_lock) LockRelationForExtension(index, ExclusiveLock);
-    Buffer buffer = ReadBuffer(index, P_NEW);
-    LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
-    if (need_lock) UnlockRelationForExtension(index, ExclusiveLock);
-    return buffer;
-#endif
-}
-
 uint32_t data_pages_for(const Parameters &parameters) {
     const uint64_t bits_bytes = parameters.encoded_bytes() - kHeaderBytes;
     const uint32_t bytes_per_page = bytes_per_page_for(parameters);
@@ -88,7 +74,7 @@ uint32_t data_pages_for(const Parameters &parameters) {
 // layered index's (expansion > 0) has its layer 0.
 void write_meta_page(Relation index, const uint8_t *header, const Parameters &parameters,
                      uint64_t inserted, uint64_t capacity = 0) {
-    Buffer buffer = new_page(index);
+    Buffer buffer = extend_index(index);
     if (BufferGetBlockNumber(buffer) != kMetaBlock)
         elog(ERROR, "bloomfilter index \"%s\" is not empty", RelationGetRelationName(index));
     GenericXLogState *xlog = GenericXLogStart(index);
@@ -132,7 +118,7 @@ void write_meta_page(Relation index, const uint8_t *header, const Parameters &pa
 void write_data_page(Relation index, const uint8_t *bits, uint32_t length,
                      uint32_t bytes_per_page) {
     CHECK_FOR_INTERRUPTS();
-    Buffer buffer = new_page(index);
+    Buffer buffer = extend_index(index);
     GenericXLogState *xlog = GenericXLogStart(index);
     Page page = GenericXLogRegisterBuffer(xlog, buffer, GENERIC_XLOG_FULL_IMAGE);
     init_page(page, 0);

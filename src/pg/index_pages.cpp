@@ -299,20 +299,6 @@ double full_fill(const FilterPages &layer) {
     return 1.0 - exp(-double(p.hashes) * double(p.capacity) / double(p.bits()));
 }
 
-// A new page at the end of the index, exclusively locked.
-Buffer extend_index(Relation index) {
-#if PG_VERSION_NUM >= 160000
-    return ExtendBufferedRel(BMR_REL(index), MAIN_FORKNUM, nullptr, EB_LOCK_FIRST);
-#else
-    const bool need_lock = !RELATION_IS_LOCAL(index);
-    if (need_lock) LockRelationForExtension(index, ExclusiveLock);
-    Buffer buffer = ReadBuffer(index, P_NEW);
-    LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
-    if (need_lock) UnlockRelationForExtension(index, ExclusiveLock);
-    return buffer;
-#endif
-}
-
 // Adds up to `count` empty data pages to the relation, for the next layer: logged whole with their
 // bits as the page's hole, which costs a few bytes of WAL each.
 void add_empty_pages(Relation index, uint32_t count) {
@@ -475,6 +461,20 @@ uint64_t count_bits(const uint8_t *bytes, uint32_t length) {
     }
     for (; i < length; i++) set += uint64_t(__builtin_popcount(bytes[i]));
     return set;
+}
+
+// A new page at the end of the index, exclusively locked.
+Buffer extend_index(Relation index) {
+#if PG_VERSION_NUM >= 160000
+    return ExtendBufferedRel(BMR_REL(index), MAIN_FORKNUM, nullptr, EB_LOCK_FIRST);
+#else
+    const bool need_lock = !RELATION_IS_LOCAL(index);
+    if (need_lock) LockRelationForExtension(index, ExclusiveLock);
+    Buffer buffer = ReadBuffer(index, P_NEW);
+    LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
+    if (need_lock) UnlockRelationForExtension(index, ExclusiveLock);
+    return buffer;
+#endif
 }
 
 const IndexLayout &index_layout(Relation index) {

@@ -201,6 +201,9 @@ bool index_contains(Relation index, KeyHash h);
 const uint8_t *index_locate_block(Relation index, KeyHash h, Buffer *buffer);
 bool index_block_contains(Relation index, Buffer buffer, const uint8_t *block, KeyHash h);
 
+// A new page at the end of the index, exclusively locked.
+Buffer extend_index(Relation index);
+
 // The bits set in `length` bytes.
 uint64_t count_bits(const uint8_t *bytes, uint32_t length);
 
