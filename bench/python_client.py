@@ -283,6 +283,54 @@ def lookups(conn):
                 % (hot_us * 1e3 / hot_ns))
 
 
+PGBOUNCER_SECONDS = float(os.environ.get("BENCH_PGBOUNCER_SECONDS", "1"))
+
+
+def pgbouncer_checks():
+    """The time of a check in SQL, bloom_index_contains, through PgBouncer (session and
+    transaction mode, a process of its own on the Unix socket, as the tests start it) against a
+    direct connection: psycopg, one connection each, prepare_threshold=None on all three (what
+    transaction mode needs), rounds of BENCH_PGBOUNCER_SECONDS each in an order that rotates."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "clients", "python", "tests"))
+    from pgbouncer import PgBouncer, binary
+    print("\n== a check in SQL through PgBouncer against a direct connection: psycopg, 1 client, Unix socket, "
+          "prepare_threshold=None, %d rounds of %.1f s" % (ROUNDS, PGBOUNCER_SECONDS))
+    if binary() is None:
+        print("skipped: pgbouncer is not installed (apt-get install pgbouncer)")
+        return
+    database = "dbname=%s" % os.environ.get("PGDATABASE", "postgres")
+    bouncers = {mode: PgBouncer(mode) for mode in ("session", "transaction")}
+    conns = {}
+    try:
+        conns["direct"] = psycopg.connect(autocommit=True, prepare_threshold=None)
+        for mode, bouncer in bouncers.items():
+            conns[mode] = psycopg.connect(bouncer.dsn(database), autocommit=True, prepare_threshold=None)
+        rng = random.Random(3)
+        keys = [str(n) for n in rng.sample(range(2_000_000), 100_000)]
+        times = {name: [] for name in conns}
+        names = list(conns)
+        for round_number in range(ROUNDS):
+            for name in names[round_number % 3:] + names[:round_number % 3]:
+                conn, checks, started = conns[name], 0, time.perf_counter()
+                while time.perf_counter() - started < PGBOUNCER_SECONDS:
+                    conn.execute("SELECT bloom_index_contains('users_email_bloom', %s)", [keys[checks % len(keys)]])
+                    checks += 1
+                times[name].append((time.perf_counter() - started) / checks * 1e6)
+        medians = {name: statistics.median(values) for name, values in times.items()}
+        print("µs a check, median of the rounds: %s" % ", ".join("%s %.1f" % item for item in medians.items()))
+        for mode in bouncers:
+            ratio = medians[mode] / medians["direct"]
+            print("through PgBouncer in %s mode / direct: %.2fx (rounds: %s)" % (mode, ratio, ", ".join(
+                "%.2f" % (b / d) for b, d in zip(times[mode], times["direct"]))))
+            rows.append("python) a check in SQL through PgBouncer (%s mode) / direct, per-check time|%.2f|-|-"
+                        % (mode, ratio))
+    finally:
+        for conn in conns.values():
+            conn.close()
+        for bouncer in bouncers.values():
+            bouncer.remove()
+
+
 RELOADS = int(os.environ.get("BENCH_ASYNC_RELOADS", "20"))
 
 
@@ -434,6 +482,7 @@ def main():
     conn = psycopg.connect(autocommit=True)
     bloomfilter.psycopg.register(conn)
     lookups(conn)
+    pgbouncer_checks()
 
     print("\n== follower lag: %d inserts by 2 clients, IndexFollower(interval=%.1f) on users_email_bloom"
           % (INSERTS, INTERVAL))

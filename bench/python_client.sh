@@ -5,15 +5,17 @@
 # against a loop of contains on the same keys; the IndexFollower's lag from COMMIT to a true
 # answer over 10,000 inserts at interval = 0.1 s; the cost of a refresh when nothing changed; the
 # event loop while an AsyncIndexFollower reloads a 1M-key filter (psycopg, and asyncpg if
-# installed); a ShardedIndexFollower's lag over three shard clusters. Prints the figures and the
-# target rows "what|measured|target|result"; with PYTHON_CLIENT_SUMMARY_FILE set, appends the
-# rows there too (for bench/run.sh).
+# installed); a ShardedIndexFollower's lag over three shard clusters; a check in SQL through
+# PgBouncer in session and transaction mode against a direct connection (if pgbouncer is
+# installed). Prints the figures and the target rows "what|measured|target|result"; with
+# PYTHON_CLIENT_SUMMARY_FILE set, appends the rows there too (for bench/run.sh).
 # A round of lookups counts only if other work did not change it (see bench/python_client.py);
 # one more lookup runs with every CPU kept busy, for comparison.
 # Needs the extension installed, python3-xxhash and python3-psycopg. Knobs: BENCH_LOOKUP_SECONDS
 # (8, a pgbench run), BENCH_LOOKUP_ROUNDS (5 rounds that count), BENCH_ROUND_SPREAD (1.3: where
 # the kernel gives no CPU pressure figures, how much slower than its best round the check may be
-# in a round that counts), BENCH_FOLLOWER_INSERTS (10000).
+# in a round that counts), BENCH_FOLLOWER_INSERTS (10000), BENCH_PGBOUNCER_SECONDS (1, a round of
+# checks through PgBouncer).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-/usr/bin/python3}
@@ -25,6 +27,9 @@ done
 . bench/cluster.sh
 trap cluster_cleanup_all EXIT
 cluster_start python_bench "max_connections = 40"
+# PgBouncer's directory (bench/python_client.py starts one, as clients/python/tests/pgbouncer.py
+# does) goes with the clusters'.
+export CLUSTER_ROOT BLOOM_TEST_USER
 export BENCH_PGBENCH=$($PG_CONFIG --bindir)/pgbench
 sql() { psql -X -q -v ON_ERROR_STOP=1 -At "$@"; }
 

@@ -34,6 +34,7 @@ wanted=(
   python3-psycopg-pool python3-asyncpg python3-sqlalchemy python3-gunicorn  # and its adapters
   python3-django           # bloomfilter.django (tests/test_django.py)
   python3-venv python3-setuptools python3-wheel  # the Python client's install in a venv (tested)
+  pgbouncer                # the clients' tests through PgBouncer, which start processes of their own
 )
 # The Node.js client's tests: Debian's nodejs and npm (and the CA certificates npm ci needs to
 # reach the registry), unless a Node.js with npm is installed.

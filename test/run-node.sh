@@ -14,6 +14,8 @@ done
 . bench/cluster.sh
 trap cluster_cleanup_all EXIT
 cluster_start node "max_connections = 60"
+# test/pgbouncer.mjs puts its PgBouncer processes' directories with the clusters'.
+export CLUSTER_ROOT BLOOM_TEST_USER
 cd clients/node
 npm ci --no-audit --no-fund --loglevel=error
 node scripts/build.mjs

@@ -39,6 +39,19 @@ export interface FollowerOptions {
 }
 
 /** The index's key is an expression the follower cannot apply in JavaScript. */
+/** The follower's queries on one connection reached another server process: a pooler in
+ * transaction (or statement) mode, where the next query may reach another server, whose WAL
+ * positions are not the first one's. The copy stays as of the last refresh; the connection is
+ * dropped, and the next refresh reads every filter whole again. */
+export class SessionChangedError extends Error {
+  constructor(before: number, after: number) {
+    super(`the follower's connection moved from server process ${before} to ${after}: it needs one session, `
+      + "which a pooler in pool_mode = transaction (PgBouncer) does not keep; connect directly or through a "
+      + "session-mode pool");
+    this.name = "SessionChangedError";
+  }
+}
+
 export class UnsupportedIndexError extends Error {
   constructor(message: string) {
     super(message);
@@ -50,7 +63,7 @@ export class UnsupportedIndexError extends Error {
 // the expression, the column it reads and the ctype it lowers with (ICU's locale column is named
 // colliculocale in PostgreSQL 15 and 16, colllocale from 17: read through to_jsonb).
 const DESCRIBE = `
-SELECT i.indexrelid::oid AS oid, i.indkey[0] = 0 AS is_expression,
+SELECT i.indexrelid::oid AS oid, i.indkey[0] = 0 AS is_expression, pg_catalog.pg_backend_pid() AS pid,
        pg_catalog.pg_get_indexdef(i.indexrelid, 1, true) AS definition,
        -- A domain's keys are its base type's.
        (WITH RECURSIVE b AS (SELECT t.oid, t.typbasetype FROM pg_catalog.pg_type t WHERE t.oid = ia.atttypid
@@ -84,7 +97,7 @@ SELECT pg_catalog.quote_ident(a.attname) AS name,
 const CONNECTION = `SELECT pg_catalog.pg_backend_pid() AS pid,
   (SELECT e.extversion FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'bloomfilter') AS extversion`;
 const CURRENT_LSN = `SELECT CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.pg_last_wal_replay_lsn()
-  ELSE pg_catalog.pg_current_wal_insert_lsn() END::text AS lsn`;
+  ELSE pg_catalog.pg_current_wal_insert_lsn() END::text AS lsn, pg_catalog.pg_backend_pid() AS pid`;
 // The whole filter in rows of 16 KB (32 KB of hex: small enough for V8's young generation), from one call of bloom_index_filter (the CTE is materialized),
 // fetched FETCH_ROWS rows at a time.
 const CHUNK = 16384;
@@ -95,7 +108,8 @@ SELECT pg_catalog.substring(f.f, s.i::pg_catalog.int4, ${CHUNK}) AS bytes
   FROM f, LATERAL pg_catalog.generate_series(1, pg_catalog.length(f.f), ${CHUNK}) AS s(i)
  ORDER BY s.i`;
 const CHANGES = `
-SELECT c.next_lsn::text AS next_lsn, c.byte_offset, c.bytes, $1::pg_catalog.regclass::pg_catalog.oid AS oid
+SELECT c.next_lsn::text AS next_lsn, c.byte_offset, c.bytes, $1::pg_catalog.regclass::pg_catalog.oid AS oid,
+       pg_catalog.pg_backend_pid() AS pid
   FROM bloom_index_changes($1::pg_catalog.regclass, $2::pg_lsn) c`;
 
 const KEY_TYPES: Record<string, KeyType> = {
@@ -813,9 +827,22 @@ export class IndexFollower extends EventEmitter implements IndexChecker {
     return result.rows;
   }
 
+  /** The rows of a query that returns pg_backend_pid() as `pid`, refused (and the connection
+   * dropped) when it ran in another server process than the connection's first query. */
+  private async sessionQuery(text: string, values: unknown[]): Promise<any[]> {
+    const rows = await this.query(text, values);
+    const pid = rows.length > 0 ? rows[0].pid : undefined;
+    if (pid !== undefined && this.backendPid !== null && String(pid) !== String(this.backendPid)) {
+      const before = Number(this.backendPid);
+      await this.dropConnection();
+      throw new SessionChangedError(before, Number(pid));
+    }
+    return rows;
+  }
+
   private async describe(i: number): Promise<Described> {
     const name = this.names[i];
-    const rows = await this.query(DESCRIBE, [name]);
+    const rows = await this.sessionQuery(DESCRIBE, [name]);
     if (rows.length === 0) throw new Error(`index ${name} not found`);
     const row = rows[0];
     if (row.relkind === "I") {
@@ -855,7 +882,7 @@ export class IndexFollower extends EventEmitter implements IndexChecker {
   private async load(i: number, reason: ReloadReason | null): Promise<[number, number]> {
     const started = now();
     const described = await this.describe(i);
-    const lsn: string = (await this.query(CURRENT_LSN, []))[0].lsn;
+    const lsn: string = (await this.sessionQuery(CURRENT_LSN, []))[0].lsn;
     // Through a cursor, a few rows per round trip: the event loop runs between them, where one
     // result of 2.4 MB of hex would be decoded in one go. The bits set per block are counted as
     // the rows come, for the "capacity" event.
@@ -896,7 +923,7 @@ export class IndexFollower extends EventEmitter implements IndexChecker {
 
   private async applyChanges(i: number): Promise<[number, number]> {
     const state = this.states[i]!;
-    const rows = await this.query(CHANGES, [this.names[i], this.lsns[i]]);
+    const rows = await this.sessionQuery(CHANGES, [this.names[i], this.lsns[i]]);
     if (rows.length === 0) return [0, 0];
     const bytes = rows.reduce((sum, row) => sum + row.bytes.length, 0);
     const first = rows[0];

@@ -10,7 +10,7 @@ export { registerPg, BinaryResultsUnsupportedError } from "./pg.js";
 export type { PgClientLike, PgPoolLike, PgRegistration } from "./pg.js";
 export { registerPostgres } from "./postgres.js";
 export type { PostgresSqlLike } from "./postgres.js";
-export { IndexFollower, ShardedIndexFollower, UnsupportedIndexError } from "./follow.js";
+export { IndexFollower, ShardedIndexFollower, UnsupportedIndexError, SessionChangedError } from "./follow.js";
 export type {
   FollowerClient, FollowerConnection, FollowerOptions, FollowerEvents, FollowerStats, IndexChecker, IndexUsage, ReloadReason,
 } from "./follow.js";

@@ -17,6 +17,8 @@ SELECT on the indexed column (as bloom_index_contains does), and the extension a
 MIN_EXTENSION_VERSION or later (read when it connects: extension_version). It sets autocommit
 on the connection, which it uses from its own thread: give it a connection of its own.
 MultiIndexFollower follows several indexes of one database on one connection and thread.
+It needs one session: behind a pooler in transaction mode (PgBouncer's pool_mode = transaction),
+where its queries may reach other server processes, a refresh raises SessionChangedError.
 
 An answer "absent" is never older than `max_lag` seconds when one is given: past it, contains()
 answers True ("maybe: ask the database"), is_fresh() is False, and one warning is logged
@@ -44,7 +46,7 @@ import weakref
 from ._core import DISTRIBUTION, HEADER_BYTES, Filter, __version__
 
 __all__ = ["IndexFollower", "MultiIndexFollower", "ShardedIndexFollower", "UnsupportedIndexError",
-           "ExtensionVersionError", "EVENTS", "MIN_EXTENSION_VERSION"]
+           "ExtensionVersionError", "SessionChangedError", "EVENTS", "MIN_EXTENSION_VERSION"]
 
 # The oldest extension with what the follower reads: the bloomfilter index access method,
 # bloom_index_filter and bloom_index_changes (1.4).
@@ -53,16 +55,19 @@ MIN_EXTENSION_VERSION = "1.4"
 # What on_event(event, info) is called with.
 EVENTS = ("stale", "fresh", "reload", "capacity")
 
-# Run once on each new connection: its server process, and the extension's version there.
-_CONNECTION = ("SELECT pg_catalog.pg_backend_pid(), (SELECT e.extversion FROM pg_catalog.pg_extension e "
-               "WHERE e.extname OPERATOR(pg_catalog.=) 'bloomfilter')")
+# Every query of the follower ends with the column pg_backend_pid(): the first on a connection
+# names its server process, and a row from another one raises SessionChangedError (_session_rows).
+
+# Run once on each new connection: the extension's version there.
+_CONNECTION = ("SELECT (SELECT e.extversion FROM pg_catalog.pg_extension e "
+               "WHERE e.extname OPERATOR(pg_catalog.=) 'bloomfilter'), pg_catalog.pg_backend_pid()")
 
 # Blocks whose estimate the capacity check computes between two chances for other threads (or
 # the event loop) to run: about 0.2 ms.
 _CAPACITY_BLOCKS_PER_STEP = 256
 
 _CURRENT_LSN = ("SELECT CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.pg_last_wal_replay_lsn() "
-                "ELSE pg_catalog.pg_current_wal_insert_lsn() END::text")
+                "ELSE pg_catalog.pg_current_wal_insert_lsn() END::text, pg_catalog.pg_backend_pid()")
 
 # What the follower must know of the index: its OID, its key's type and, for an expression
 # index, the expression, the column it reads and the collation it lowers with.
@@ -74,7 +79,8 @@ SELECT i.indexrelid::oid, i.indkey[0] = 0, pg_catalog.pg_get_indexdef(i.indexrel
         SELECT pg_catalog.format_type(b.oid, NULL) FROM b WHERE b.typbasetype = 0), am.amname,
        CASE WHEN co.oid IS NOT NULL
             THEN CASE co.collprovider WHEN 'i' THEN co.colliculocale ELSE co.collctype END
-            ELSE CASE d.datlocprovider WHEN 'i' THEN d.daticulocale ELSE d.datctype END END
+            ELSE CASE d.datlocprovider WHEN 'i' THEN d.daticulocale ELSE d.datctype END END,
+       pg_catalog.pg_backend_pid()
   FROM pg_catalog.pg_index i
   JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
   JOIN pg_catalog.pg_am am ON am.oid = c.relam
@@ -88,13 +94,14 @@ _COLUMNS = """
 SELECT pg_catalog.quote_ident(a.attname),
        (WITH RECURSIVE b AS (SELECT t.oid, t.typbasetype FROM pg_catalog.pg_type t WHERE t.oid = a.atttypid
                 UNION ALL SELECT t.oid, t.typbasetype FROM pg_catalog.pg_type t JOIN b ON t.oid = b.typbasetype)
-        SELECT pg_catalog.format_type(b.oid, NULL) FROM b WHERE b.typbasetype = 0)
+        SELECT pg_catalog.format_type(b.oid, NULL) FROM b WHERE b.typbasetype = 0),
+       pg_catalog.pg_backend_pid()
   FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_index i ON a.attrelid = i.indrelid
  WHERE i.indexrelid = %s::oid AND a.attnum > 0 AND NOT a.attisdropped
 """
-_LOAD = "SELECT bloom_index_filter(%s::oid::regclass)::bytea"
-_CHANGES = ("SELECT c.next_lsn::text, c.byte_offset, c.bytes, %s::text::regclass::oid "
-            "FROM bloom_index_changes(%s::text::regclass, %s::text::pg_lsn) c")
+_LOAD = "SELECT bloom_index_filter(%s::oid::regclass)::bytea, pg_catalog.pg_backend_pid()"
+_CHANGES = ("SELECT c.next_lsn::text, c.byte_offset, c.bytes, %s::text::regclass::oid, "
+            "pg_catalog.pg_backend_pid() FROM bloom_index_changes(%s::text::regclass, %s::text::pg_lsn) c")
 
 _KEY_TYPES = {
     "text": str, "character varying": str, "bytea": bytes, "smallint": int, "integer": int,
@@ -240,6 +247,30 @@ def _check_key(index_name, key_type, transform, key):
 
 class ExtensionVersionError(RuntimeError):
     """The database has no bloomfilter extension, or one older than the follower needs."""
+
+
+class SessionChangedError(RuntimeError):
+    """The follower's queries on one connection reached two server processes: a pooler in
+    transaction or statement mode (PgBouncer's pool_mode = transaction) is in between."""
+
+
+def _session_rows(follower, rows):
+    """The rows of one of the follower's queries without their last column, pg_backend_pid().
+    The WAL positions the follower keeps are those of the server that gave them: a pooler that
+    sends each transaction to any server connection could send the next query to another server
+    (after a failover, or to one of several hosts), where changes since that position could leave
+    out committed keys. So the follower keeps to one session and refuses any other."""
+    for row in rows:
+        if follower.backend_pid is None:
+            follower.backend_pid = row[-1]
+        elif row[-1] != follower.backend_pid:
+            raise SessionChangedError(
+                "the follower's connection reached server process %s after %s: a pooler in "
+                "transaction or statement mode (PgBouncer's pool_mode = transaction) is in between, "
+                "and the follower needs one session (its WAL positions are one server's). Connect it "
+                "directly, or through a pool in session mode (PgBouncer: pool_mode = session, for "
+                "the follower's database entry or user)" % (row[-1], follower.backend_pid))
+    return [tuple(row[:-1]) for row in rows]
 
 
 def _version_tuple(text):
@@ -702,7 +733,13 @@ class _Connected:
     def _prepare_connection(self):
         if getattr(self._conn, "autocommit", True) is not True:
             self._conn.autocommit = True
-        (self.backend_pid, version), = self._query(_CONNECTION, [])
+        if hasattr(self._conn, "prepare_threshold"):
+            # psycopg 3 prepares a query run 5 times on the server process of the moment; behind a
+            # pooler in transaction mode the next query may reach one without it (or with another
+            # client's statement of that name). Unprepared, that query is refused as any other.
+            self._conn.prepare_threshold = None
+        self.backend_pid = None
+        (version,), = self._query(_CONNECTION, [])
         self.extension_version = _check_extension(version)
 
     def _connection_lost(self):
@@ -728,9 +765,14 @@ class _Connected:
         self.queries += 1
         try:
             cursor.execute(sql, parameters)
-            return cursor.fetchall()
+            rows = cursor.fetchall()
         finally:
             cursor.close()
+        try:
+            return _session_rows(self, rows)
+        except SessionChangedError:
+            self._conn.close()  # a lost connection, as far as the follower goes: it opens another
+            raise
 
 
 class IndexFollower(_Index, _Connected):

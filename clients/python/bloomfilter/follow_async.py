@@ -165,9 +165,12 @@ class AsyncIndexFollower(_follow._Index):
         self._prepared = False
 
     async def _prepare_connection(self):
-        if _driver(self._conn) == "psycopg" and not self._conn.autocommit:
-            await self._conn.set_autocommit(True)
-        (self.backend_pid, version), = await self._query(_follow._CONNECTION, [])
+        if _driver(self._conn) == "psycopg":
+            if not self._conn.autocommit:
+                await self._conn.set_autocommit(True)
+            self._conn.prepare_threshold = None  # as IndexFollower's
+        self.backend_pid = None
+        (version,), = await self._query(_follow._CONNECTION, [])
         self.extension_version = _follow._check_extension(version)
         self._prepared = True
 
@@ -191,10 +194,16 @@ class AsyncIndexFollower(_follow._Index):
     async def _query(self, sql, parameters):
         self.queries += 1
         if _driver(self._conn) == "asyncpg":
-            return [tuple(r) for r in await self._conn.fetch(_dollar(sql), *parameters)]
-        async with self._conn.cursor(binary=True) as cursor:
-            await cursor.execute(sql, parameters)
-            return await cursor.fetchall()
+            rows = await self._conn.fetch(_dollar(sql), *parameters)
+        else:
+            async with self._conn.cursor(binary=True) as cursor:
+                await cursor.execute(sql, parameters)
+                rows = await cursor.fetchall()
+        try:
+            return _follow._session_rows(self, rows)
+        except _follow.SessionChangedError:
+            await self._conn.close()  # a lost connection (_connection_lost): the next refresh reconnects
+            raise
 
     async def _load(self):
         rows = await self._query(_follow._DESCRIBE, [self.index_name])

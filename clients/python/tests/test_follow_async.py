@@ -108,7 +108,7 @@ def test_reconnects_and_follows_reindex(conn, dsn, driver):
     async def main():
         async with AsyncIndexFollower(connector(driver, dsn), index, interval=INTERVAL) as follower:
             assert follower.contains("u7") and follower.reconnects == 1
-            backend = (await follower._query("SELECT pg_backend_pid()", []))[0][0]
+            backend = follower.backend_pid
             conn.execute("SELECT pg_terminate_backend(%s)", [backend])
             conn.execute("INSERT INTO %s (email) VALUES ('after-kill')" % table)
             for _ in range(100):

@@ -79,7 +79,7 @@ def test_a_follower_given_a_newer_format_asks_to_upgrade_the_client(conn, dsn, m
     index = make_index(conn)
     # The server sends a filter of format version 3 (as a newer extension would).
     monkeypatch.setattr(follow_module, "_LOAD", "SELECT overlay(bloom_index_filter(%s::oid::regclass)::bytea "
-                                                "PLACING '\\x03'::bytea FROM 5)")
+                                                "PLACING '\\x03'::bytea FROM 5), pg_backend_pid()")
     with pytest.raises(UnsupportedVersionError, match="upgrade the Python client"):
         IndexFollower(dsn, index, background=False)
 
