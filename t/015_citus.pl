@@ -26,6 +26,12 @@
 #      of the package), against this cluster: a distributed table of its own followed through a
 #      shard move under writers (no row committed before the follower's lag missed), then users,
 #      after the move of 5: every email found. Skipped without node or the package's dependencies.
+#   7. The Python client's CitusIndexFollower (clients/python/tests/test_citus.py, run by Debian's
+#      /usr/bin/python3 -m pytest in a copy of the package), the same against this cluster: every
+#      email found, a new one after a refresh, a shard moved under 4 writers with no row committed
+#      before the follower's lag missed, max_lag counting the listing's age, a forked child, the
+#      listing refused (0A000) for a plain table's index; then users: every email found. Skipped
+#      without pytest, psycopg (3) or xxhash for that Python.
 # Needs Citus installed into the server (test/citus.sh builds the vendored Citus 13.2.2 and
 # installs it); skipped without it.
 use strict;
@@ -431,6 +437,40 @@ SKIP: {
 	is($ok && $tests > 0 ? "$tests tests: $count{pass} passed, $count{fail} failed, $count{skipped} skipped" : 'node --test failed',
 		"$tests tests: $tests passed, 0 failed, 0 skipped",
 		'node --test clients/node/test/citus.test.mjs: CitusIndexFollower finds every row, through a shard move')
+		or diag("$out\n$err");
+}
+
+###############################################################################################
+note("7. the Python client's CitusIndexFollower");
+# BLOOM_PYTHON_CLIENT names another clients/python.
+my $python_client = $ENV{BLOOM_PYTHON_CLIENT} // ($ENV{OLDPWD} // '') . '/clients/python';
+SKIP: {
+	my $python = '/usr/bin/python3';
+	my @missing = grep { !eval { IPC::Run::run([ $python, '-c', "import $_" ], '<', \undef, '>', \my $o, '2>', \my $e) } }
+		qw(pytest psycopg xxhash);
+	skip "no @missing for $python (apt-get install python3-pytest python3-psycopg python3-xxhash)", 1 if @missing;
+	skip "no Python client in '$python_client' (set BLOOM_PYTHON_CLIENT)", 1
+		unless -f "$python_client/bloomfilter/citus.py" && -f "$python_client/tests/test_citus.py";
+	# Run in a copy: the tests may run as a user that cannot write the tree (pytest's files,
+	# bytecode).
+	my $copy = PostgreSQL::Test::Utils::tempdir();
+	system('cp', '-R', (map { "$python_client/$_" } qw(pyproject.toml bloomfilter tests)), $copy) == 0
+		or die "cannot copy $python_client";
+	local $ENV{BLOOM_CITUS_COORDINATOR} = sprintf('postgresql://%s@127.0.0.1:%d/postgres', scalar getpwuid($>), $coordinator->port);
+	local $ENV{PYTHONDONTWRITEBYTECODE} = 1;
+	my ($ok, $out, $err) = node_run($coordinator, $python, '-m', 'pytest', '-p', 'no:cacheprovider', "--basetemp=$copy/pytest",
+		'-q', '-s', '-rs', "$copy/tests/test_citus.py");
+	note($_) for $out =~ /citus-test: (.*)$/mg;
+	# pytest's last line: "9 passed in 12.34s", "1 failed, 8 passed in ...".
+	my ($summary) = (grep { / in [\d.]+s\b/ } split /\n/, $out)[-1] // '';
+	my %count = reverse $summary =~ /(\d+) (passed|failed|skipped|errors?)\b/g;
+	my $passed = $count{passed} // 0;
+	my $skipped = $count{skipped} // 0;
+	# Every test runs: those of the file that need no Citus too (the server of the libpq
+	# environment, which node_run sets, is the coordinator).
+	is($ok && $passed > 0 ? sprintf('%d failed, %d skipped', ($count{failed} // 0) + ($count{error} // 0) + ($count{errors} // 0), $skipped)
+			: 'pytest failed', '0 failed, 0 skipped',
+		"python3 -m pytest clients/python/tests/test_citus.py: CitusIndexFollower finds every row, through a shard move ($passed passed)")
 		or diag("$out\n$err");
 }
 

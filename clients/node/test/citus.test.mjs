@@ -20,6 +20,8 @@ const ROWS = 20000;
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe("CitusIndexFollower", {
+  // A test that waits for an event it missed ends here, not in the TAP test's hour.
+  timeout: 180000,
   skip: !COORDINATOR && "no Citus cluster: set BLOOM_CITUS_COORDINATOR to a coordinator's connection string (t/015_citus.pl does)",
 }, () => {
   const suffix = randomBytes(5).toString("hex");
@@ -200,14 +202,15 @@ describe("CitusIndexFollower", {
     await assert.rejects(CitusIndexFollower.open(follow, index, { shardsInterval: 1000, maxLag: 1000 }), RangeError);
     const follower = await CitusIndexFollower.open(follow, index, { start: false, shardsInterval: 100, maxLag: 400 });
     const absent = "nobody@example.org";
+    // Listened for first: the timer may fire while the nodes refresh, on a busy machine.
+    const stale = once(follower, "stale");
     try {
       assert.equal(follower.contains(absent), false);
       await sleep(300);
       // The nodes refreshed, the listing not: past maxLag, every answer is "maybe".
       await Promise.all(follower.nodes.map((n) => n.follower.refresh()));
-      const stale = once(follower, "stale");
       await sleep(150);
-      assert.ok(follower.lag > 400 && follower.nodes.every((n) => n.follower.lag < 400));
+      assert.ok(follower.lag > 400 && follower.nodes.every((n) => n.follower.lag < follower.lag));
       assert.equal(follower.contains(absent), true);
       assert.deepEqual(follower.containsMany([absent, absent]), [true, true]);
       assert.equal((await stale)[0].maxLag, 400);

@@ -278,16 +278,22 @@ describe("IndexFollower", { skip: !HAVE_SERVER && "no server: set PGHOST (test/r
       assert.throws(() => lower.containsMany(["a", Buffer.from("x")]), TypeError);
       assert.throws(() => big.containsMany([1, Buffer.from("x")]), TypeError);
       // One reading of the clock for a whole batch, as the age check is once per call.
+      // (Node.js 18's performance.now cannot be replaced: there the count is not taken.)
       const checks = text.stats().checks;
       const clock = performance.now;
-      let readings = 0;
-      performance.now = function () { readings += 1; return clock.call(this); };
+      let readings = 0, counted = true;
+      try {
+        performance.now = function () { readings += 1; return clock.call(this); };
+      } catch (error) {
+        if (!(error instanceof TypeError)) throw error;
+        counted = false;
+      }
       try {
         text.containsMany(emails);
       } finally {
-        performance.now = clock;
+        if (counted) performance.now = clock;
       }
-      assert.equal(readings, 1);
+      if (counted) assert.equal(readings, 1);
       assert.equal(text.stats().checks, checks + emails.length);
       // Past maxLag, every answer is "maybe", as contains() says.
       await sleep(350);

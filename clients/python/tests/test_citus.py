@@ -1,0 +1,402 @@
+"""CitusIndexFollower against a Citus cluster, whose coordinator BLOOM_CITUS_COORDINATOR names (a
+conninfo of a superuser; t/015_citus.pl runs this file so, with two workers). Skipped without it:
+the cluster of test/run-python.sh has no Citus. On a distributed table of its own (8 shards,
+colocated with no other table), followed as a role with SELECT on the indexed column only: every
+email found and few others; a new one found after a refresh; a shard moved by
+citus_move_shard_placement under 4 writers, every row committed before lag seconds ago found
+throughout, the new placement loaded before the old one is forgotten, and nothing missing once
+the old placement is dropped; max_lag counting the listing's age; node_conninfo; a forked child;
+the refusals (0A000). Then, when t/015_citus.pl's users table is there (after its own shard
+move), every one of its emails found.
+
+Without Citus: the nodes' default conninfo, and the node followers' follow() (a server, as the
+other tests)."""
+
+import os
+import threading
+import time
+import uuid
+
+import psycopg
+import pytest
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from bloomfilter.citus import CitusIndexFollower, _NodeFollower, _node_template
+from bloomfilter.follow import IndexFollower
+
+COORDINATOR = os.environ.get("BLOOM_CITUS_COORDINATOR")
+ROWS = 20000
+
+citus = pytest.mark.skipif(
+    not COORDINATOR, reason="no Citus cluster: set BLOOM_CITUS_COORDINATOR to a coordinator's "
+                            "conninfo (t/015_citus.pl does)")
+
+
+def diagnostic(text):
+    """A line t/015_citus.pl shows (pytest -s)."""
+    print("citus-test: " + text, flush=True)
+
+
+def emails(first, last):
+    return ["user%d@mail.com" % i for i in range(first, last + 1)]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """(superuser's connection, the follower role's conninfo, table, index)."""
+    suffix = uuid.uuid4().hex[:10]
+    table, role = "signups_%s" % suffix, "bloom_follower_%s" % suffix
+    index = table + "_bloom"
+    admin = psycopg.connect(COORDINATOR, autocommit=True)
+    try:
+        admin.execute("CREATE TABLE %s (email text NOT NULL)" % table)
+        admin.execute("SELECT create_distributed_table(%s, 'email', shard_count => 8, colocate_with => 'none')",
+                      [table])
+        admin.execute("INSERT INTO %s SELECT 'user' || i || '@mail.com' FROM generate_series(1, %d) i"
+                      % (table, ROWS))
+        admin.execute("CREATE INDEX %s ON %s USING bloomfilter (email) WITH (capacity = 100000, error_rate = 0.01)"
+                      % (index, table))
+        # Citus creates the role on every node and grants the column on every shard.
+        admin.execute("CREATE ROLE %s LOGIN" % role)
+        admin.execute("GRANT SELECT (email) ON %s TO %s" % (table, role))
+        yield admin, make_conninfo(COORDINATOR, user=role), table, index
+    finally:
+        try:
+            admin.execute("DROP TABLE IF EXISTS %s" % table)
+            # A moved shard's old placement, if a test ended before dropping it, holds a grant.
+            admin.execute("CALL citus_cleanup_orphaned_resources()")
+            admin.execute("DROP ROLE IF EXISTS %s" % role)
+        finally:
+            admin.close()
+
+
+def placements(admin, table):
+    rows = admin.execute("SELECT shardid, nodename, nodeport FROM citus_shards "
+                         "WHERE table_name = %s::regclass ORDER BY shardid", [table]).fetchall()
+    return sorted("%d %s:%d" % row for row in rows)
+
+
+def listed(follower):
+    return sorted("%d %s:%d" % (p.shard_id, p.host, p.port) for p in follower.shards)
+
+
+@citus
+def test_every_email_found_a_new_one_after_a_refresh(cluster):
+    admin, follow, table, index = cluster
+    with CitusIndexFollower(follow, index, background=False) as follower:
+        assert listed(follower) == placements(admin, table)
+        assert all(p.index == "%s_%d" % (index, p.shard_id) for p in follower.shards), \
+            "each shard's index, named by Citus"
+        nodes = {p.split(" ")[1] for p in placements(admin, table)}
+        assert len(follower.nodes) == len(nodes), "one follower (one connection) per node"
+        assert len(nodes) >= 2, "the shards are on %d nodes" % len(nodes)
+        keys = emails(1, ROWS)
+        assert follower.contains_many(keys).count(False) == 0, "no false negative (contains_many)"
+        assert [k for k in keys if not follower.contains(k)] == [], "no false negative (contains)"
+        ghosts = ["x" + k for k in emails(ROWS + 1, ROWS + 2000)]
+        positives = sum(follower.contains(k) for k in ghosts)
+        assert positives <= 40, "%d of 2000 never inserted answered True" % positives
+        assert follower.contains_many(ghosts) == [follower.contains(k) for k in ghosts]
+        admin.execute("INSERT INTO %s VALUES ('new@mail.com')" % table)
+        follower.refresh()
+        assert follower.contains("new@mail.com") is True
+        assert "new@mail.com" in follower
+        stats = follower.stats()
+        assert (stats["shards"], len(stats["nodes"]), stats["listings"], stats["listing_errors"],
+                stats["errors"]) == (8, len(nodes), 2, 0, 0)
+        assert sum(len(node["indexes"]) for node in stats["nodes"]) == 8
+        assert stats["checks"] == 2 * ROWS + 2 * 2000 + 2000 + 2
+        assert stats["reloads"] == 8 and stats["refreshes"] == 16 and stats["fresh"] is True
+        assert stats["extension_version"] and stats["last_refresh"] <= time.time()
+        assert follower.lag < 60 and follower.is_fresh()
+        with pytest.raises(TypeError):
+            follower.contains(5)
+
+
+@citus
+def test_node_conninfo(cluster):
+    admin, follow, table, index = cluster
+    asked = []
+
+    def node_conninfo(host, port):
+        asked.append("%s:%d" % (host, port))
+        return make_conninfo(follow, host=host, port=str(port))
+
+    with CitusIndexFollower(follow, index, background=False, node_conninfo=node_conninfo) as follower:
+        assert sorted(asked) == sorted("%s:%d" % (n.host, n.port) for n in follower.nodes)
+        assert follower.contains_many(emails(1, ROWS)).count(False) == 0
+    # A connection as the coordinator: the nodes' default conninfo is its parameters.
+    with CitusIndexFollower(psycopg.connect(follow), index, background=False) as follower:
+        assert follower.contains_many(emails(1, ROWS)).count(False) == 0
+        assert all(n.follower.indexes for n in follower.nodes)
+
+
+@citus
+def test_refusals(cluster):
+    admin, follow, table, index = cluster
+    # The coordinator's index is the empty shell's: IndexFollower is refused, as a plain table's
+    # index is by CitusIndexFollower.
+    with pytest.raises(psycopg.Error) as refused:
+        IndexFollower(follow, index, background=False)
+    assert refused.value.sqlstate == "0A000"
+    plain = "plain_%s" % uuid.uuid4().hex[:10]
+    admin.execute("CREATE TABLE %s (email text)" % plain)
+    admin.execute("CREATE INDEX %s_bloom ON %s USING bloomfilter (email)" % (plain, plain))
+    try:
+        with pytest.raises(psycopg.Error) as refused:
+            CitusIndexFollower(COORDINATOR, plain + "_bloom", background=False)
+        assert refused.value.sqlstate == "0A000"
+        diagnostic("bloom_index_shards on a plain table's index: %s %s"
+                   % (refused.value.sqlstate, str(refused.value).splitlines()[0]))
+    finally:
+        admin.execute("DROP TABLE %s" % plain)
+    with pytest.raises(ValueError, match="longer than shards_interval"):
+        CitusIndexFollower(follow, index, shards_interval=1.0, max_lag=1.0)
+
+
+@citus
+def test_shard_moved_under_writers(cluster):
+    """A shard moved under 4 writers: every row committed before lag seconds ago found
+    throughout."""
+    admin, follow, table, index = cluster
+    changes, reloads, followers = [], [], []
+
+    def on_event(event, info):
+        if event == "shards":
+            changes.append(info)
+        elif event == "reload" and followers:
+            # The new placement's, read by the listing: a callback may list again.
+            followers[0].refresh_shards()
+            reloads.append(info)
+
+    follower = CitusIndexFollower(follow, index, interval=0.05, shards_interval=0.2, on_event=on_event)
+    followers.append(follower)
+    committed, lock = [], threading.Lock()  # (key, time.monotonic() once its COMMIT returned)
+    counts, stop, writing, errors = {"checks": 0, "misses": 0}, threading.Event(), threading.Event(), []
+    missed = []
+
+    def checker():
+        while not stop.wait(0.005):
+            as_of = time.monotonic() - follower.lag
+            with lock:
+                keys = [key for key, at in committed if at < as_of]
+            found = follower.contains_many(keys)
+            counts["checks"] += len(keys)
+            counts["misses"] += found.count(False)
+            missed.extend(key for key, f in zip(keys, found) if not f)
+            # contains() too, on the latest.
+            for key in keys[-20:]:
+                counts["checks"] += 1
+                if not follower.contains(key):
+                    counts["misses"] += 1
+                    missed.append(key)
+
+    def writer(number):
+        try:
+            with psycopg.connect(COORDINATOR, autocommit=True) as conn:
+                i = 0
+                while writing.is_set():
+                    key = "m%d-%d@mail.com" % (number, i)
+                    conn.execute("INSERT INTO %s VALUES (%%s)" % table, [key])
+                    with lock:
+                        committed.append((key, time.monotonic()))
+                    i += 1
+        except Exception as error:
+            errors.append(error)
+
+    writing.set()
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    check = threading.Thread(target=checker)
+    for thread in threads + [check]:
+        thread.start()
+    try:
+        time.sleep(0.5)
+        moved, from_host, from_port = admin.execute(
+            "SELECT shardid, nodename, nodeport FROM citus_shards WHERE table_name = %s::regclass "
+            "ORDER BY shardid LIMIT 1", [table]).fetchone()
+        to_host, to_port = admin.execute(
+            "SELECT nodename, nodeport FROM pg_dist_node WHERE isactive AND noderole = 'primary' "
+            "AND shouldhaveshards AND (nodename, nodeport) <> (%s, %s) ORDER BY nodeport LIMIT 1",
+            [from_host, from_port]).fetchone()
+        source, target = "%s:%d" % (from_host, from_port), "%s:%d" % (to_host, to_port)
+        started = time.monotonic()
+        admin.execute("SELECT citus_move_shard_placement(%s, %s, %s, %s, %s, shard_transfer_mode := 'block_writes')",
+                      [moved, from_host, from_port, to_host, to_port])
+        with lock:
+            written = len(committed)
+        diagnostic("shard %d moved from %s to %s (block_writes) in %.2f s, %d rows written by then"
+                   % (moved, source, target, time.monotonic() - started, written))
+        for _ in range(100):
+            if "%d %s" % (moved, target) in listed(follower):
+                break
+            time.sleep(0.1)
+        time.sleep(0.5)
+    finally:
+        writing.clear()
+        for thread in threads:
+            thread.join()
+    try:
+        assert errors == []
+        # Until every commit is older than the copy.
+        last = max(at for _, at in committed)
+        for _ in range(200):
+            if time.monotonic() - follower.lag > last:
+                break
+            time.sleep(0.025)
+        stop.set()
+        check.join()
+        diagnostic("%d checks of %d rows written, %d missed; %d listings"
+                   % (counts["checks"], len(committed), counts["misses"], follower.stats()["listings"]))
+        assert counts["misses"] == 0, "%d of %d checks missed a committed row: %s" % (
+            counts["misses"], counts["checks"], missed[:10])
+        assert counts["checks"] > 1000 and len(committed) > 100
+        assert listed(follower) == placements(admin, table)
+        assert "%d %s" % (moved, target) in listed(follower), "shard %d followed on %s" % (moved, target)
+        nodes = {"%s:%d" % (n.host, n.port): n.follower for n in follower.nodes}
+        shard_index = "%s_%d" % (index, moved)
+        assert shard_index in nodes[target].indexes, "%s follows %s" % (target, shard_index)
+        assert source not in nodes or shard_index not in nodes[source].indexes, "%s no longer follows it" % source
+        # The "shards" events: the new placement added, the old one removed (in one listing, or
+        # the new one listed first).
+        named = lambda ps: ["%d %s:%d" % (p.shard_id, p.host, p.port) for p in ps]  # noqa: E731
+        assert ([p for c in changes for p in named(c["added"])], [p for c in changes for p in named(c["removed"])]) \
+            == (["%d %s" % (moved, target)], ["%d %s" % (moved, source)])
+        assert [(r["index"], "%s:%d" % (r["host"], r["port"]), r["reason"]) for r in reloads] \
+            == [(shard_index, target, "start")]
+        # The old placement dropped: nothing it held is missing, and the refreshes go on.
+        admin.execute("CALL citus_cleanup_orphaned_resources()")
+        follower.refresh()
+        keys = emails(1, ROWS) + [key for key, _ in committed]
+        assert follower.contains_many(keys).count(False) == 0, "no false negative among %d rows" % len(keys)
+        stats = follower.stats()
+        assert stats["listings"] > 3 and stats["listing_errors"] == 0, stats
+        assert stats["shards"] == 8 and stats["errors"] == 0, stats
+    finally:
+        stop.set()
+        check.join()
+        follower.close()
+
+
+@citus
+def test_max_lag_counts_the_listing(cluster):
+    """The nodes refreshed, the listing not: past max_lag every answer is "maybe"; stale, then
+    fresh."""
+    admin, follow, table, index = cluster
+    events = []
+    follower = CitusIndexFollower(follow, index, background=False, shards_interval=0.1, max_lag=0.4,
+                                  on_event=lambda event, info: events.append((event, info))
+                                  if event in ("stale", "fresh") else None)
+    absent = "nobody@example.org"
+    try:
+        assert follower.contains(absent) is False
+        time.sleep(0.3)
+        for node in follower.nodes:
+            node.follower.refresh()
+        time.sleep(0.15)
+        assert follower.lag > 0.4
+        assert all(i.lag < 0.4 for n in follower.nodes for i in n.follower.indexes.values())
+        assert follower.contains(absent) is True
+        assert follower.contains_many([absent, absent]) == [True, True]
+        assert not follower.is_fresh()
+        assert [e for e, _ in events] == ["stale"]
+        assert events[0][1]["max_lag"] == 0.4 and events[0][1]["lag"] > 0.4
+        assert follower.stats()["fresh"] is False
+        follower.refresh_shards()
+        assert [e for e, _ in events] == ["stale", "fresh"]
+        assert events[1][1]["lag"] > 0.4
+        assert follower.contains(absent) is False
+        assert follower.is_fresh()
+    finally:
+        follower.close()
+
+
+@citus
+def test_forked_child(cluster):
+    """A follower made before a fork: the child lists and refreshes on its own connections."""
+    admin, follow, table, index = cluster
+    with CitusIndexFollower(follow, index, interval=0.05, shards_interval=0.2, max_lag=2) as follower:
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                with psycopg.connect(COORDINATOR, autocommit=True) as conn:
+                    conn.execute("INSERT INTO %s VALUES ('child@mail.com')" % table)
+                listings = follower.listings
+                deadline = time.monotonic() + 10
+                while time.monotonic() < deadline:
+                    if follower.contains("child@mail.com") and follower.listings > listings:
+                        code = 0 if follower.contains_many(emails(1, 1000)).count(False) == 0 else 2
+                        break
+                    time.sleep(0.05)
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        # The parent's connections were left alone.
+        follower.refresh()
+        assert follower.contains("child@mail.com") is True
+        assert follower.stats()["listing_errors"] == 0
+
+
+@citus
+def test_tap_users(cluster):
+    """t/015_citus.pl's users, after its shard move: every email found."""
+    admin = cluster[0]
+    if not admin.execute("SELECT to_regclass('users_email_bloom') IS NOT NULL").fetchone()[0]:
+        pytest.skip("no users_email_bloom: not run by t/015_citus.pl")
+    with CitusIndexFollower(COORDINATOR, "users_email_bloom", background=False) as follower:
+        keys = [row[0] for row in admin.execute("SELECT email FROM users")]
+        assert len(keys) >= 10000
+        assert follower.contains_many(keys).count(False) == 0, "no false negative among %d emails" % len(keys)
+        assert len(follower.shards) == 8
+
+
+# -- without Citus ---------------------------------------------------------------------------
+
+
+def test_default_node_conninfo(monkeypatch):
+    """A node's connection: the coordinator's parameters, its host and port replaced (and no
+    hostaddr of the coordinator's)."""
+    calls = []
+    monkeypatch.setattr(psycopg, "connect", lambda conninfo, **kw: calls.append((conninfo_to_dict(conninfo), kw)))
+    monkeypatch.delenv("PGHOSTADDR", raising=False)
+    connect = _node_template("postgresql://app:secret@coordinator:5432/shop?sslmode=require&hostaddr=10.0.0.1")
+    connect("10.0.0.7", 6432)
+    assert calls == [({"user": "app", "password": "secret", "host": "10.0.0.7", "port": "6432",
+                       "dbname": "shop", "sslmode": "require"}, {"autocommit": True})]
+    monkeypatch.setenv("PGHOSTADDR", "10.0.0.1")
+    _node_template("host=coordinator dbname=shop")("worker1", 5432)
+    assert calls[-1][0] == {"host": "worker1", "port": "5432", "dbname": "shop", "hostaddr": ""}
+
+
+@pytest.mark.server
+def test_node_follower_follow(conn, dsn):
+    """The node's MultiIndexFollower follows new indexes (loaded before follow() returns) and
+    drops others; an index that cannot be loaded is refused, with the others kept."""
+    suffix = uuid.uuid4().hex[:10]
+    names = []
+    for n in range(3):
+        table = "t%d_%s" % (n, suffix)
+        conn.execute("CREATE TABLE %s (email text)" % table)
+        conn.execute("INSERT INTO %s SELECT 't%d.' || i FROM generate_series(1, 100) i" % (table, n))
+        conn.execute("CREATE INDEX %s_bloom ON %s USING bloomfilter (email)" % (table, table))
+        names.append(table + "_bloom")
+    follower = _NodeFollower(dsn, names[:1], 0.05, False, None, None)
+    try:
+        first = follower.indexes[names[0]]
+        follower.follow(names[:1] + names[1:])
+        assert list(follower.indexes) == names and follower.indexes[names[0]] is first
+        assert all(follower.indexes[names[n]].contains("t%d.7" % n) for n in range(3))
+        assert first.reloads == 1, "the index followed before is not read again"
+        with pytest.raises(psycopg.Error):
+            follower.follow(names + ["missing_%s" % suffix])
+        assert list(follower.indexes) == names
+        follower.follow([names[2], names[0]])
+        assert list(follower.indexes) == [names[2], names[0]]
+        conn.execute("INSERT INTO t2_%s VALUES ('late')" % suffix)
+        follower.refresh()
+        assert follower.indexes[names[2]].contains("late")
+        with pytest.raises(ValueError):
+            follower.follow([])
+    finally:
+        follower.close()
