@@ -353,6 +353,13 @@ void add_pages_ahead(Relation index, const IndexLayout &layout, double progress)
 void count_full_page(Relation index, uint32_t layer_number) {
     Buffer buffer = ReadBuffer(index, kMetaBlock);
     for (;;) {
+        // The layout as this backend knows it, read before the metapage is locked (reading it
+        // again from the metapage under that lock would wait on ourselves).
+        const IndexLayout &layout = index_layout(index);
+        const uint32_t known_layers = layout.layer_count;
+        BlockNumber first = InvalidBlockNumber;
+        uint32_t pages = 0;
+        const bool next_exists = next_layer_pages(layout, &first, &pages);
         LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
         const IndexMetaLayered *meta =
             reinterpret_cast<const IndexMetaLayered *>(PageGetContents(BufferGetPage(buffer)));
@@ -361,11 +368,7 @@ void count_full_page(Relation index, uint32_t layer_number) {
         // less than its capacity: its rate stays under its share of the index's.
         const bool publish = meta->layer_count == layer_number + 1 &&
                              5 * uint64_t(layer.full_pages + 1) >= 2 * uint64_t(layer.data_pages);
-        BlockNumber first = InvalidBlockNumber;
-        uint32_t pages = 0;
-        const IndexLayout &layout = index_layout(index);
-        const bool can_grow = publish && layout.layer_count == meta->layer_count &&
-                              next_layer_pages(layout, &first, &pages);
+        const bool can_grow = publish && known_layers == meta->layer_count && next_exists;
         if (can_grow && RelationGetNumberOfBlocks(index) < first + pages) {
             // Never extend the relation under the metapage's lock: a check waits on it.
             LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
