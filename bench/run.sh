@@ -94,6 +94,20 @@ stop_after() {
   exit 0
 }
 mb() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
+# script_rows PREFIX NAME VARIABLE SCRIPT: runs SCRIPT with VARIABLE naming a file for its target
+# rows ("what|measured|target|result"), prints what it printed but those rows, and adds them to
+# the summary, PREFIX before each.
+script_rows() {
+  local prefix=$1 name=$2 variable=$3 script=$4 what measured target
+  : > "$BUILD_DIR/$name.rows"
+  env "$variable=$BUILD_DIR/$name.rows" "$script" > "$BUILD_DIR/$name.log" 2>&1 \
+    || { tail -40 "$BUILD_DIR/$name.log"; fail "$script failed"; }
+  grep -v '|' "$BUILD_DIR/$name.log" || true
+  while IFS='|' read -r what measured target _; do
+    # shellcheck disable=SC2086
+    if [ "$target" = "-" ] || [ -z "$target" ]; then row "$prefix$what" "$measured"; else row "$prefix$what" "$measured" $target; fi
+  done < "$BUILD_DIR/$name.rows"
+}
 
 # timed_queries ROUNDS SETTINGS LABEL=QUERY ...: in one session, one untimed run of each query,
 # then ROUNDS rounds of all of them in rotating order. Prints "LABEL milliseconds" lines, and
@@ -674,40 +688,19 @@ stop_after f
 
 # ---------------------------------------------------------------------------------------------
 section "g) the Python client: checks in the application (bench/python_client.sh)"
-: > "$BUILD_DIR/python.rows"
-PYTHON_CLIENT_SUMMARY_FILE="$BUILD_DIR/python.rows" bench/python_client.sh > "$BUILD_DIR/python.log" 2>&1 \
-  || { tail -40 "$BUILD_DIR/python.log"; fail "bench/python_client.sh failed"; }
-grep -v '|' "$BUILD_DIR/python.log" || true
-while IFS='|' read -r what measured target _; do
-  # shellcheck disable=SC2086
-  if [ "$target" = "-" ] || [ -z "$target" ]; then row "g) $what" "$measured"; else row "g) $what" "$measured" $target; fi
-done < "$BUILD_DIR/python.rows"
+script_rows "g) " python PYTHON_CLIENT_SUMMARY_FILE bench/python_client.sh
 
 stop_after g
 
 # ---------------------------------------------------------------------------------------------
 section "h) the Node.js client: checks in the application (bench/node_client.sh)"
-: > "$BUILD_DIR/node.rows"
-NODE_CLIENT_SUMMARY_FILE="$BUILD_DIR/node.rows" bench/node_client.sh > "$BUILD_DIR/node.log" 2>&1 \
-  || { tail -40 "$BUILD_DIR/node.log"; fail "bench/node_client.sh failed"; }
-grep -v '|' "$BUILD_DIR/node.log" || true
-while IFS='|' read -r what measured target _; do
-  # shellcheck disable=SC2086
-  if [ "$target" = "-" ] || [ -z "$target" ]; then row "h) $what" "$measured"; else row "h) $what" "$measured" $target; fi
-done < "$BUILD_DIR/node.rows"
+script_rows "h) " node NODE_CLIENT_SUMMARY_FILE bench/node_client.sh
 
 stop_after h
 
 # ---------------------------------------------------------------------------------------------
 section "i) an index that grows by itself (bench/growth.sh)"
-: > "$BUILD_DIR/growth.rows"
-GROWTH_SUMMARY_FILE="$BUILD_DIR/growth.rows" bench/growth.sh > "$BUILD_DIR/growth.log" 2>&1 \
-  || { tail -40 "$BUILD_DIR/growth.log"; fail "bench/growth.sh failed"; }
-grep -v '|' "$BUILD_DIR/growth.log" || true
-while IFS='|' read -r what measured target _; do
-  # shellcheck disable=SC2086
-  if [ "$target" = "-" ] || [ -z "$target" ]; then row "$what" "$measured"; else row "$what" "$measured" $target; fi
-done < "$BUILD_DIR/growth.rows"
+script_rows "" growth GROWTH_SUMMARY_FILE bench/growth.sh
 
 # ---------------------------------------------------------------------------------------------
 print_summary

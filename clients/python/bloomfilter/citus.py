@@ -20,10 +20,12 @@ import logging
 import os
 import threading
 import time
-import weakref
 
-from .follow import (EVENTS, ExtensionVersionError, MultiIndexFollower, _reconnector, _SharedIndex,
-                     _text, _version_tuple)
+# The followers of bloomfilter.follow's registry are set up again in a forked child, this one's
+# listing among them (the nodes' followers set themselves up); the parent's connections a child
+# inherited are kept there, never used nor closed.
+from .follow import (EVENTS, ExtensionVersionError, MultiIndexFollower, _followers, _inherited,
+                     _reconnector, _restart_lock, _SharedIndex, _text, _version_tuple)
 
 __all__ = ["CitusIndexFollower", "ShardPlacement", "CitusNode", "CITUS_EVENTS",
            "MIN_CITUS_EXTENSION_VERSION"]
@@ -53,26 +55,6 @@ CitusNode.__doc__ = """A node followed: its host, port and the MultiIndexFollowe
 indexes (follower.indexes: {index name: that index's follower})."""
 
 _log = logging.getLogger("bloomfilter.citus")
-
-# Followers alive in this process, whose listing is set up again in a forked child (the nodes'
-# followers set themselves up, as every follower of bloomfilter.follow does); the parent's
-# coordinator connections a child inherited, never used nor closed there.
-_followers = weakref.WeakSet()
-_inherited = []
-_restart_lock = threading.Lock()
-
-
-def _after_fork_in_child():
-    for follower in list(_followers):
-        try:
-            follower._after_fork()
-        except Exception:  # an at-fork hook cannot raise; the follower's lag says it is stale
-            _log.exception("follower of %s: could not restart after fork", follower.index_name)
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
-
 
 class _NodeFollower(MultiIndexFollower):
     """The shard indexes of one node: a MultiIndexFollower whose indexes can change (follow()).
@@ -500,6 +482,10 @@ class CitusIndexFollower:
             except Exception:
                 pass  # kept in last_error; the lag grows until a listing succeeds
             self._update_freshness()  # a node past max_lag with no check to notice it
+
+    @property
+    def _name(self):  # for bloomfilter.follow's at-fork hook
+        return self.index_name
 
     def _after_fork(self):
         # In a forked child: the parent's locks may have been held by its threads, and its
