@@ -546,3 +546,22 @@ class Filter:
     def __repr__(self):
         return "<bloomfilter.Filter version=%d capacity=%d error_rate=%r hashes=%d blocks=%d>" % (
             self.version, self.capacity, self.error_rate, self.hashes, self.blocks)
+
+
+def filter_from_value(value, cls, what):
+    """A `cls` (Filter or a subclass) from a column value as a driver or a serializer gives it:
+    an instance already, another Filter (copied), the text form "\\x..." (psycopg2, and psycopg
+    without an adapter), that text as bytes (a driver's SQL_ASCII text), or the byte format.
+    None stays None; anything else is a TypeError naming `what`."""
+    if value is None or isinstance(value, cls):
+        return value
+    if isinstance(value, Filter):
+        return cls.from_bytes(value.to_bytes())
+    if isinstance(value, str):
+        return cls.from_text(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        data = bytes(value)
+        if data.startswith(b"\\x"):
+            return cls.from_text(data)
+        return cls.from_bytes(data)
+    raise TypeError("a %s value is a bloomfilter.Filter, not %s" % (what, type(value).__name__))

@@ -38,7 +38,7 @@ from sqlalchemy.sql.elements import ClauseElement
 from sqlalchemy.sql.functions import GenericFunction
 from sqlalchemy.types import UserDefinedType
 
-from ._core import Filter
+from ._core import Filter, filter_from_value
 
 __all__ = ["Bloom", "MutableFilter", "bloom_index_contains", "bloom_contains", "bloom_agg",
            "bloom_union_agg", "bloom_index_filter", "bloom_empty", "bloom_add", "bloom_union"]
@@ -105,19 +105,7 @@ class _Expression:
 
 
 def _to_filter(value):
-    if value is None or isinstance(value, MutableFilter):
-        return value
-    if isinstance(value, Filter):
-        return MutableFilter(value.to_bytes())
-    if isinstance(value, str):
-        return MutableFilter.from_text(value)
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        data = bytes(value)
-        # The text form as bytes (a driver's SQL_ASCII text), else the byte format.
-        if data.startswith(b"\\x"):
-            return MutableFilter.from_text(data)
-        return MutableFilter.from_bytes(data)
-    raise TypeError("a Bloom value is a bloomfilter.Filter, not %s" % type(value).__name__)
+    return filter_from_value(value, MutableFilter, "Bloom")
 
 
 class Bloom(UserDefinedType):

@@ -2,7 +2,7 @@
 
 from django.db import models
 
-from .._core import Filter
+from .._core import Filter, filter_from_value
 
 __all__ = ["BloomField"]
 
@@ -11,17 +11,7 @@ def to_filter(value):
     """A Filter from what a driver or a serializer gives: a Filter (a driver adapter registered
     with bloomfilter.psycopg2 or bloomfilter.psycopg), the text form "\\x..." (psycopg2, and
     psycopg without an adapter), or the byte format."""
-    if value is None or isinstance(value, Filter):
-        return value
-    if isinstance(value, str):
-        return Filter.from_text(value)
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        data = bytes(value)
-        # The text form as bytes (psycopg on a SQL_ASCII database), else the byte format.
-        if data.startswith(b"\\x"):
-            return Filter.from_text(data)
-        return Filter.from_bytes(data)
-    raise TypeError("a BloomField value is a bloomfilter.Filter, not %s" % type(value).__name__)
+    return filter_from_value(value, Filter, "BloomField")
 
 
 class BloomField(models.Field):
