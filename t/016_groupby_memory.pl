@@ -11,7 +11,8 @@ use Test::More;
 use BloomfilterTAP;
 
 my $node = new_node('groupby_memory',
-	[ 'max_parallel_workers_per_gather = 0', 'log_temp_files = 0', 'jit = off' ]);
+	[ 'max_parallel_workers_per_gather = 0', 'log_temp_files = 0', 'jit = off',
+	  'shared_buffers = 512MB' ]);
 $node->safe_psql('postgres', 'CREATE EXTENSION bloomfilter');
 
 # The rows one at a time (a ProjectSet: generate_series in FROM would keep them in a tuplestore);
@@ -55,7 +56,10 @@ SELECT :base, @{[vmhwm()]};
 }
 
 my $hash_mem_multiplier = $node->safe_psql('postgres', 'SHOW hash_mem_multiplier');
-for my $case ([ 100_000, 100, '4MB', 4096 ], [ 10, 500_000, '1MB', 1024 ], [ 2_000, 1_000, '64kB', 64 ]) {
+# The last case is few groups at the smallest work_mem, where HashAggregate's own structures are
+# a good part of hash_mem: the states take only what it leaves them.
+for my $case ([ 100_000, 100, '4MB', 4096 ], [ 10, 500_000, '1MB', 1024 ], [ 2_000, 1_000, '64kB', 64 ],
+	[ 64, 20_000, '64kB', 64 ]) {
 	my ($groups, $per_group, $work_mem, $work_mem_kb) = @$case;
 	my $hash_mem_kb = $work_mem_kb * $hash_mem_multiplier;
 	my ($peak_kb, $count_kb, $growth, $plan) = measure($groups, $per_group, $work_mem);
@@ -70,6 +74,32 @@ for my $case ([ 100_000, 100, '4MB', 4096 ], [ 10, 500_000, '1MB', 1024 ], [ 2_0
 		'%d groups x %d keys, work_mem = %s: peak RSS grew by %.1f MiB, bound hash_mem + 16 MiB = %.1f MiB',
 		$groups, $per_group, $work_mem, $growth / 1048576, $hash_mem_kb / 1024 + 16));
 }
+
+# A parallel leader runs two Agg nodes, its share of the partial aggregate and the final one,
+# which finalizes every group of a batch before it resets their states. The table fits in a
+# quarter of shared_buffers, so a serial scan first maps all its pages into the backend (shared
+# pages count in VmHWM, and the leader's share of them differs from one query to the next).
+# The group is a column, whose statistics make the planner aggregate in the workers too.
+$node->safe_psql('postgres', q{CREATE TABLE keys AS SELECT k % 1000 AS g, k
+	FROM generate_series(1::bigint, 2500000) AS k; VACUUM ANALYZE keys});
+my ($leader_base, $leader_peak) = split /\|/, $node->safe_psql('postgres', qq{
+SELECT pg_backend_pid() AS pid \\gset
+SELECT count(k) FROM keys \\g /dev/null
+SET max_parallel_workers_per_gather = 2; SET parallel_setup_cost = 0;
+SET min_parallel_table_scan_size = 0; SET work_mem = '4MB'; SET enable_sort = off;
+SELECT bloom_contains(bloom_empty(1), 'x') \\g /dev/null
+SELECT g, count(k) FROM keys GROUP BY g \\g /dev/null
+SELECT @{[vmhwm()]} AS base \\gset
+SELECT g, bloom_agg(k) FROM keys GROUP BY g \\g /dev/null
+SELECT :base, @{[vmhwm()]};
+});
+like($node->safe_psql('postgres', q{SET max_parallel_workers_per_gather = 2; SET parallel_setup_cost = 0;
+	SET min_parallel_table_scan_size = 0; SET work_mem = '4MB'; SET enable_sort = off;
+	EXPLAIN (COSTS OFF) SELECT g, bloom_agg(k) FROM keys GROUP BY g}),
+	qr/Finalize HashAggregate.*Workers Planned: 2.*Partial HashAggregate/s, 'the parallel plan');
+cmp_ok($leader_peak - $leader_base, '<=', (4096 * $hash_mem_multiplier + 16 * 1024) * 1024, sprintf(
+	'1000 groups x 2500 keys, work_mem = 4MB, 2 workers: the leader\'s peak RSS grew by %.1f MiB, bound hash_mem + 16 MiB = %.1f MiB',
+	($leader_peak - $leader_base) / 1048576, 4 * $hash_mem_multiplier + 16));
 
 # Same bytes at every work_mem, hashed and sorted.
 sub digest {

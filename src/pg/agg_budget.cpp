@@ -63,6 +63,25 @@ void leave_budget(void *arg) {
     state->budget = nullptr;
 }
 
+// What a HashAggregate's limit leaves the states' hashes: three quarters of hash_mem (the rest
+// is for the spill partitions' buffers, which the node may add when a batch it thought would
+// fit does not) or the node's own lower limit, minus all else it counts (the groups' keys, the
+// states' structs, its table, and the blocks holding the hashes beyond used's count). At least
+// half of that: a node whose groups already fill its limit creates no more, and the states that
+// grow then are many and small, each spill of them a run.
+size_t room_beside_groups(const AggregateBudget *budget) {
+    AggState *node = budget->hashed;
+    const size_t limit =
+        Min(hash_memory_limit() / 4 * 3, Max(node->hash_mem_limit, size_t(1) << 10));
+    size_t hashes = 0;
+    for (const HashContext *h = budget->hash_contexts; h != nullptr; h = h->next)
+        hashes += MemoryContextMemAllocated(h->context, true);
+    const size_t total = hash_aggregate_memory(node);
+    const size_t rest = total - Min(total, hashes) + (hashes - Min(hashes, budget->used));
+    const size_t room = limit > rest ? limit - rest : 0;
+    return Max(limit / 2, room);
+}
+
 int larger_first(const void *a, const void *b) {
     const size_t x = (*static_cast<AggregateState *const *>(a))->budget_bytes;
     const size_t y = (*static_cast<AggregateState *const *>(b))->budget_bytes;
@@ -76,12 +95,12 @@ AggregateBudget *budget_of(FunctionCallInfo fcinfo) {
     if (flinfo->fn_extra == nullptr) {
         AggregateBudget *budget = static_cast<AggregateBudget *>(
             MemoryContextAllocZero(flinfo->fn_mcxt, sizeof(AggregateBudget)));
-        // Under a HashAggregate, the states' other memory (their runs, their structs) and the
-        // groups' own take the rest; a plain or sorted aggregate has one state at a time.
-        const bool hashed = fcinfo->context != nullptr && IsA(fcinfo->context, AggState) &&
-                            (castNode(AggState, fcinfo->context)->aggstrategy == AGG_HASHED ||
-                             castNode(AggState, fcinfo->context)->aggstrategy == AGG_MIXED);
-        budget->limit = hashed ? hash_memory_limit() / 4 * 3 : hash_memory_limit();
+        // A plain or sorted aggregate has one state at a time, with the whole limit.
+        budget->limit = hash_memory_limit();
+        if (fcinfo->context != nullptr && IsA(fcinfo->context, AggState) &&
+            (castNode(AggState, fcinfo->context)->aggstrategy == AGG_HASHED ||
+             castNode(AggState, fcinfo->context)->aggstrategy == AGG_MIXED))
+            budget->hashed = castNode(AggState, fcinfo->context);
         flinfo->fn_extra = budget;
     }
     return static_cast<AggregateBudget *>(flinfo->fn_extra);
@@ -112,10 +131,12 @@ void budget_update(AggregateState *state) {
 
 bool budget_make_room(AggregateState *state, size_t bytes) {
     AggregateBudget *budget = state->budget;
-    if (budget == nullptr || budget->used + bytes <= budget->limit) return true;
+    if (budget == nullptr) return true;
+    const size_t limit = budget->hashed != nullptr ? room_beside_groups(budget) : budget->limit;
+    if (budget->used + bytes <= limit) return true;
     // Down to three quarters of the limit, so that the next spill is some way off: the largest
     // states first, which free the most for one run each.
-    const size_t target = budget->limit / 4 * 3;
+    const size_t target = limit / 4 * 3;
     AggregateState **order = static_cast<AggregateState **>(
         palloc_extended(budget->live * sizeof(AggregateState *), MCXT_ALLOC_HUGE));
     size_t count = 0;
@@ -127,7 +148,7 @@ bool budget_make_room(AggregateState *state, size_t bytes) {
         spill_held(order[i]);
     }
     pfree(order);
-    return budget->used + bytes <= budget->limit;
+    return budget->used + bytes <= limit;
 }
 
 }  // namespace bloomfilter

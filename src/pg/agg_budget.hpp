@@ -2,9 +2,11 @@
 // group's state under GROUP BY, hashed or sorted, in every grouping set. PostgreSQL's
 // HashAggregate sees a state's size only when it creates its group, and cannot spill what grows
 // afterwards; the states bound themselves together instead. Together they hold at most
-// get_hash_memory_limit() (work_mem x hash_mem_multiplier) of hashes in memory, three quarters
-// of it under a HashAggregate, leaving the rest to the states' runs and structs and to the groups
-// themselves; a state that needs
+// get_hash_memory_limit() (work_mem x hash_mem_multiplier) of hashes in memory. Under a
+// HashAggregate they take what its limit leaves beside the groups' keys, the states' structs and
+// its table, between three eighths and three quarters of hash_mem (the rest is for its spill
+// buffers): the node counts all of it against one limit, and creates groups only while the total
+// is under it. A state that needs
 // more makes room by spilling the largest states' hashes to temporary files (agg_spill.hpp),
 // its own included, until they take three quarters of that. The budget lives with
 // the aggregate's function (fn_extra of its transition or combine function, in the query's
@@ -24,10 +26,11 @@ namespace bloomfilter {
 struct HashContext;
 
 struct AggregateBudget {
-    size_t limit;
-    size_t used;             // the held_bytes() of every live state
-    uint64_t live;           // how many states are on the list
-    AggregateState *states;  // the live states, linked through budget_prev and budget_next
+    size_t limit;             // outside a HashAggregate
+    struct AggState *hashed;  // the HashAggregate whose groups the states are, if any
+    size_t used;              // the held_bytes() of every live state
+    uint64_t live;            // how many states are on the list
+    AggregateState *states;   // the live states, linked through budget_prev and budget_next
     // The spill's tape set, which every state's runs share (agg_spill.cpp): made at the first
     // spill in spill_context, closed when no live state has runs in it or the query ends.
     MemoryContext spill_context;

@@ -257,6 +257,9 @@ size_t read_spilled(AggregateState *state, uint64_t *batch, size_t capacity, boo
     CHECK_FOR_INTERRUPTS();
     size_t n =
         LogicalTapeRead(spill->runs[0].tape, batch, capacity * sizeof(uint64_t)) / sizeof(uint64_t);
+    // At the end, the tape's read buffer (a block) is freed: a HashAggregate finalizes every group
+    // of a batch before it resets their states, and each spilled group would hold one till then.
+    if (n == 0) LogicalTapeRewindForRead(spill->runs[0].tape, BLCKSZ);
     MemoryContextSwitchTo(previous);
     return n;
 }

@@ -20,6 +20,7 @@ extern "C" {
 #include "access/toast_internals.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
+#include "nodes/execnodes.h"
 #include "nodes/nodeFuncs.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
@@ -99,5 +100,16 @@ inline bool walk_expression(Node *node, ExpressionWalker walker, void *context) 
     return expression_tree_walker(
         node, reinterpret_cast<bool (*)()>(reinterpret_cast<void (*)()>(walker)), context);
 #endif
+}
+// The memory a HashAggregate counts against its limit (nodeAgg.c's hash_agg_update_metrics,
+// without the spill partitions' buffers, which its limit leaves out): its table and the groups'
+// keys and states; PostgreSQL 18 keeps the table's entries in a context of their own.
+inline size_t hash_aggregate_memory(AggState *node) {
+    size_t bytes = MemoryContextMemAllocated(node->hash_metacxt, true) +
+                   MemoryContextMemAllocated(node->hashcontext->ecxt_per_tuple_memory, true);
+#if PG_VERSION_NUM >= 180000
+    bytes += MemoryContextMemAllocated(node->hash_tablecxt, true);
+#endif
+    return bytes;
 }
 }  // namespace bloomfilter
