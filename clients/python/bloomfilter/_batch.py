@@ -1,4 +1,4 @@
-"""Filter.contains_many: many keys checked at once, in CPython's big-integer arithmetic.
+"""Filter.contains_many without NumPy: many keys checked at once, in CPython's big integers.
 
 Filter.contains runs a few dozen interpreted operations per key: a product, shifts and masks, a
 table lookup and a byte test for each bit position. Here each such step is one call into C for a

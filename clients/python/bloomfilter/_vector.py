@@ -53,7 +53,7 @@ class VectorCheck:
         self.hashes = f.hashes
         self.blocks = _U64(f.blocks)
         self.block_bytes = _U64(f._block_bytes)
-        self.header = _U64(36)
+        self.header = _U64(36)  # HEADER_BYTES
         self.shift = _U64(64 - f.block_log2)
         self.multipliers = np.array(f._multipliers, dtype=_U64)
         self.steps = np.arange(f.hashes, dtype=_U64)
@@ -65,8 +65,8 @@ class VectorCheck:
             # xxh3_128_digest is the hash big-endian: its high half first.
             digests = _batch.digests(keys, xxhash.xxh3_128_digest, key_bytes, b"".join)
             hashes = np.frombuffer(digests, dtype=">u8").astype(_U64).reshape(-1, 2)
-        # A view of the filter's bytes for this call only: a follower writes pages into them
-        # in place (same size), never while the view would stop it.
+        # A view of the filter's bytes, for this call only: while it exists the bytearray cannot
+        # change size (a follower's refresh writes pages into it in place, of the same size).
         data = np.frombuffer(self.filter._data, dtype=np.uint8)
         answers = []
         for start in range(0, len(hashes), PASS):
