@@ -1,18 +1,22 @@
 // The Node.js client's benchmark, run by bench/node_client.sh on its cluster (PGHOST, PGPORT,
 // PGDATABASE): Filter.contains against bloom_index_contains through pg, containsMany against a
-// loop of contains, the follower's lag from COMMIT to a true answer, and the longest event-loop
-// stall while a 1M-key filter loads.
+// loop of contains, the follower's lag from COMMIT to a true answer (one index, and 4 indexes on
+// one connection), the longest event-loop stall while a 1M-key filter loads, and a check in SQL
+// through PgBouncer against a direct connection.
 import { appendFileSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 
 const require = createRequire(new URL("../clients/node/package.json", import.meta.url));
 const pg = require("pg");
 const { IndexFollower } = require("pg-bloomfilter");
+const { pgbouncerBinary, startPgBouncer } = await import("../clients/node/test/pgbouncer.mjs");
 
 const LOOKUP_SECONDS = Number(process.env.BENCH_LOOKUP_SECONDS ?? 2);
 const ROUNDS = Number(process.env.BENCH_LOOKUP_ROUNDS ?? 5);
 const INSERTS = Number(process.env.BENCH_FOLLOWER_INSERTS ?? 10000);
 const RELOADS = Number(process.env.BENCH_RELOADS ?? 5);
+const PGBOUNCER_SECONDS = Number(process.env.BENCH_PGBOUNCER_SECONDS ?? 1);
+const MULTI_TABLES = ["multi0", "multi1", "multi2", "multi3"];
 const INTERVAL = 100;
 const BATCH = 1000;
 const rows = [];
@@ -180,9 +184,109 @@ async function main() {
   row(`follower lag COMMIT to true answer, p99 (s), interval 0.1, ${INSERTS} inserts`, Number(quantile(lags, 0.99).toFixed(3)), "<=", 0.25);
   await client.end();
 
+  await multiLag();
+  await pgbouncerChecks();
+
   console.log("\n== node client rows");
   for (const r of rows) console.log(r);
   if (process.env.NODE_CLIENT_SUMMARY_FILE) appendFileSync(process.env.NODE_CLIENT_SUMMARY_FILE, rows.join("\n") + "\n");
+}
+
+// One IndexFollower of the 4 indexes multi<n>_email_bloom on one connection (index(name) answers
+// for one of them), one writer a table: the lag from COMMIT to a true answer of the key's index.
+async function multiLag() {
+  const names = MULTI_TABLES.map((t) => `${t}_email_bloom`);
+  const perTable = Math.floor(INSERTS / MULTI_TABLES.length);
+  console.log(`\n== follower of ${names.length} indexes on one connection: lag from COMMIT to a true answer, ${perTable * names.length}`
+    + ` inserts by ${names.length} clients, one a table (interval ${INTERVAL} ms)`);
+  const follower = await IndexFollower.open(() => { const c = new pg.Client(); return c.connect().then(() => c); },
+    names, { interval: INTERVAL });
+  const indexes = new Map(MULTI_TABLES.map((t, i) => [t, follower.index(names[i])]));
+  const pending = new Map();
+  const lags = [];
+  let done = false, committed = 0;
+  const checker = (async () => {
+    while (!done || pending.size > 0) {
+      await sleep(1);
+      const now = performance.now();
+      for (const [key, [table, at]] of pending) {
+        if (indexes.get(table).contains(key)) {
+          lags.push(Math.max(0, now - at) / 1000);
+          pending.delete(key);
+        }
+      }
+    }
+  })();
+  const started = performance.now();
+  await Promise.all(MULTI_TABLES.map(async (table) => {
+    const c = new pg.Client();
+    await c.connect();
+    for (let i = 0; i < perTable; i++) {
+      const key = `${table}-lag${i}@mail.com`;
+      await c.query({ name: `signup_${table}`, text: `INSERT INTO ${table} (email) VALUES ($1)`, values: [key] });
+      pending.set(key, [table, performance.now()]);
+      committed += 1;
+    }
+    await c.end();
+  }));
+  const elapsed = (performance.now() - started) / 1000;
+  done = true;
+  await checker;
+  const { queries, refreshes, reconnects } = follower;
+  await follower.close();
+  if (lags.length !== committed) throw new Error(`the multi-index follower answered true for ${lags.length} of ${committed} keys`);
+  const p99 = quantile(lags, 0.99);
+  console.log(`${lags.length} inserts in ${elapsed.toFixed(1)} s; lag: median ${median(lags).toFixed(3)} s, p99 ${p99.toFixed(3)} s,`
+    + ` max ${Math.max(...lags).toFixed(3)} s; the one connection: ${refreshes} refreshes, ${queries} queries, ${reconnects} reconnects`);
+  row(`multi-index follower (${names.length} indexes, one connection) lag COMMIT to true answer, p99 (s), interval 0.1`,
+    Number(p99.toFixed(3)), "<=", 0.25);
+}
+
+// A check in SQL, bloom_index_contains, through PgBouncer (session and transaction mode, processes
+// of their own on a Unix socket, as the tests start them) against a direct connection: pg, one
+// Client each, unnamed statements on all three (pg prepares no named statement unless asked,
+// which transaction mode needs), rounds of BENCH_PGBOUNCER_SECONDS in an order that rotates.
+async function pgbouncerChecks() {
+  console.log(`\n== a check in SQL through PgBouncer against a direct connection: pg, 1 client, Unix socket, unnamed`
+    + ` statements, ${ROUNDS} rounds of ${PGBOUNCER_SECONDS} s`);
+  if (pgbouncerBinary() === null) {
+    console.log("skipped: pgbouncer is not installed (apt-get install pgbouncer)");
+    return;
+  }
+  const database = process.env.PGDATABASE;
+  const bouncers = {};
+  const clients = {};
+  try {
+    bouncers.session = await startPgBouncer("session");
+    bouncers.transaction = await startPgBouncer("transaction");
+    clients.direct = new pg.Client();
+    for (const [mode, bouncer] of Object.entries(bouncers)) clients[mode] = new pg.Client(bouncer.config(database));
+    for (const c of Object.values(clients)) await c.connect();
+    const names = Object.keys(clients);
+    const times = Object.fromEntries(names.map((n) => [n, []]));
+    for (let r = 0; r < ROUNDS; r++) {
+      for (const name of [...names.slice(r % 3), ...names.slice(0, r % 3)]) {
+        const c = clients[name];
+        let checks = 0;
+        const started = performance.now();
+        while (performance.now() - started < PGBOUNCER_SECONDS * 1000) {
+          await c.query("SELECT bloom_index_contains('users_email_bloom', $1) AS c", [KEYS[checks & (KEYS.length - 1)]]);
+          checks += 1;
+        }
+        times[name].push(((performance.now() - started) * 1000) / checks);
+      }
+    }
+    const medians = Object.fromEntries(names.map((n) => [n, median(times[n])]));
+    console.log(`µs a check, median of the rounds: ${names.map((n) => `${n} ${medians[n].toFixed(1)}`).join(", ")}`);
+    for (const mode of Object.keys(bouncers)) {
+      const ratio = medians[mode] / medians.direct;
+      console.log(`through PgBouncer in ${mode} mode / direct: ${ratio.toFixed(2)}x (rounds: ${times[mode].map((t, i) => (t / times.direct[i]).toFixed(2)).join(", ")})`);
+      row(`a check in SQL through PgBouncer (${mode} mode) / direct, per-check time`, Number(ratio.toFixed(2)));
+    }
+  } finally {
+    for (const c of Object.values(clients)) await c.end().catch(() => {});
+    for (const b of Object.values(bouncers)) await b.stop();
+  }
 }
 
 main().catch((error) => { console.error(error); process.exit(1); });

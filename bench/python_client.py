@@ -41,7 +41,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "clients", "pyt
 import psycopg  # noqa: E402
 
 import bloomfilter.psycopg  # noqa: E402
-from bloomfilter.follow import AsyncIndexFollower, IndexFollower, ShardedIndexFollower  # noqa: E402
+from bloomfilter.follow import (AsyncIndexFollower, IndexFollower, MultiIndexFollower,  # noqa: E402
+                                ShardedIndexFollower)
 
 INTERVAL = 0.1
 INSERTS = int(os.environ.get("BENCH_FOLLOWER_INSERTS", "10000"))
@@ -81,20 +82,33 @@ def cpu_ns_per_key(check, keys, seconds):
             return elapsed / checks * 1e9
 
 
+class pure_python:
+    """Within: Filter.contains_many as without NumPy (its pure-Python batch)."""
+
+    def __enter__(self):
+        self.saved, bloomfilter._core._vector = bloomfilter._core._vector, None
+
+    def __exit__(self, *exc):
+        bloomfilter._core._vector = self.saved
+
+
 def batch_against_loop(checker, keys, rounds=5, seconds=0.5):
-    """(loop ns, batch ns) of CPU time a key: a loop of checker.contains against
-    checker.contains_many on the same keys, each the median of `rounds` passes taken in turn."""
+    """(loop ns, batch ns, pure-Python batch ns) of CPU time a key: a loop of checker.contains
+    against checker.contains_many (with NumPy if importable) and the same without NumPy, on the
+    same keys, each the median of `rounds` passes taken in turn."""
     contains = checker.contains
 
     def loop(keys):
         for key in keys:
             contains(key)
 
-    loop_ns, batch_ns = [], []
+    loop_ns, batch_ns, pure_ns = [], [], []
     for _ in range(rounds):
         loop_ns.append(cpu_ns_per_key(loop, keys, seconds))
         batch_ns.append(cpu_ns_per_key(checker.contains_many, keys, seconds))
-    return statistics.median(loop_ns), statistics.median(batch_ns)
+        with pure_python():
+            pure_ns.append(cpu_ns_per_key(checker.contains_many, keys, seconds))
+    return statistics.median(loop_ns), statistics.median(batch_ns), statistics.median(pure_ns)
 
 
 ROUND_SPREAD = float(os.environ.get("BENCH_ROUND_SPREAD", "1.3"))
@@ -247,18 +261,28 @@ def lookups(conn):
           "Filter.contains %.0f ns: %.1fx" % (len(keys), set_ns, filter_ns, filter_ns / set_ns))
     rows.append("python) Filter.contains time / a Python set lookup of the same strings|%.1f|-|-"
                 % (filter_ns / set_ns))
-    # The batch check, against a loop of contains on the same keys, passes in turn.
-    assert f.contains_many(keys) == [f.contains(k) for k in keys]
-    loop_ns, many_ns = batch_against_loop(f, keys)
-    present_loop, present_many = batch_against_loop(f, present)
-    absent_loop, absent_many = batch_against_loop(f, absent)
-    print("Filter.contains_many (the %d keys in one call) against a loop of Filter.contains, CPU time, median of 5 "
-          "passes of 0.5 s each in turn: %.0f ns a key against %.0f ns: %.2fx; present keys %.0f against %.0f ns: %.2fx; "
-          "absent keys %.0f against %.0f ns: %.2fx" % (
-              len(keys), many_ns, loop_ns, loop_ns / many_ns, present_many, present_loop,
-              present_loop / present_many, absent_many, absent_loop, absent_loop / absent_many))
+    # The batch check, against a loop of contains on the same keys, passes in turn: with NumPy
+    # (if importable) and without, side by side.
+    accelerator = bloomfilter.accelerator() or "none, pure Python"
+    answers = [f.contains(k) for k in keys]
+    assert f.contains_many(keys) == answers
+    with pure_python():
+        assert f.contains_many(keys) == answers
+    loop_ns, many_ns, pure_ns = batch_against_loop(f, keys)
+    present_loop, present_many, present_pure = batch_against_loop(f, present)
+    absent_loop, absent_many, absent_pure = batch_against_loop(f, absent)
+    print("Filter.contains_many (the %d keys in one call; accelerator: %s) against a loop of Filter.contains, CPU "
+          "time, median of 5 passes of 0.5 s each in turn; the pure-Python batch (without NumPy) beside it:" % (
+              len(keys), accelerator))
+    for what, loop_, many, pure in (("all keys", loop_ns, many_ns, pure_ns),
+                                    ("present keys", present_loop, present_many, present_pure),
+                                    ("absent keys", absent_loop, absent_many, absent_pure)):
+        print("  %-12s contains_many %.0f ns a key, loop of contains %.0f ns: %.2fx; pure-Python batch %.0f ns: "
+              "%.2fx" % (what, many, loop_, loop_ / many, pure, loop_ / pure))
     row("python) contains_many per key vs contains: a loop of Filter.contains time / Filter.contains_many time, "
-        "the same keys", round(loop_ns / many_ns, 2), ">=", 3)
+        "the same keys (accelerator: %s)" % accelerator, round(loop_ns / many_ns, 2), ">=", 3)
+    rows.append("python) a loop of Filter.contains time / Filter.contains_many time without NumPy (pure Python)"
+                "|%.2f|-|-" % (loop_ns / pure_ns))
     label = {"index": "bloom_index_contains", "stored": "bloom_contains (stored filter)"}
     row("python) SQL point lookup time (%s, the faster) / Filter.contains time, median of %d of %d rounds%s"
         % (label[faster], len(counted), len(rounds), "" if reliable else ", machine busy: unreliable"),
@@ -478,6 +502,68 @@ def shards_lag():
         round(p99, 3), "<=", 0.25)
 
 
+MULTI_TABLES = ["multi%d" % n for n in range(4)]
+
+
+def multi_lag():
+    """A MultiIndexFollower of the 4 indexes multi<n>_email_bloom on one connection, one writer
+    a table: the lag from COMMIT to a true answer from the follower of the key's index."""
+    print("\n== MultiIndexFollower of %d indexes on one connection: lag from COMMIT to a true answer, %d inserts by "
+          "%d clients, one a table (interval %.1f)" % (len(MULTI_TABLES), INSERTS, len(MULTI_TABLES), INTERVAL))
+    names = ["%s_email_bloom" % table for table in MULTI_TABLES]
+    follower = MultiIndexFollower(psycopg.connect(autocommit=True), names, interval=INTERVAL)
+    committed, lock, lags, found = {}, threading.Lock(), [], set()
+    done = threading.Event()
+    per_table = INSERTS // len(MULTI_TABLES)
+
+    def insert(table):
+        with psycopg.connect(autocommit=True) as c:
+            for i in range(per_table):
+                key = "%s-lag%d@mail.com" % (table, i)
+                c.execute("INSERT INTO %s (email) VALUES (%%s)" % table, [key])
+                at = time.monotonic()
+                with lock:
+                    committed[key] = (table, at)
+                time.sleep(0.001)
+
+    indexes = {table: follower.index(name) for table, name in zip(MULTI_TABLES, names)}
+
+    def check():
+        while not done.is_set() or len(found) < len(committed):
+            with lock:
+                pending = [(k, v) for k, v in committed.items() if k not in found]
+            for key, (table, at) in pending:
+                if indexes[table].contains(key):
+                    lags.append(max(0.0, time.monotonic() - at))
+                    found.add(key)
+            time.sleep(0.002)
+
+    checker = threading.Thread(target=check)
+    checker.start()
+    started = time.monotonic()
+    writers = [threading.Thread(target=insert, args=(table,)) for table in MULTI_TABLES]
+    for t in writers:
+        t.start()
+    for t in writers:
+        t.join()
+    done.set()
+    checker.join(timeout=30)
+    elapsed = time.monotonic() - started
+    stats = follower.stats()
+    follower.close()
+    if len(lags) < len(committed):
+        sys.exit("bench: the multi-index follower never answered true for %d keys" % (len(committed) - len(lags)))
+    lags.sort()
+    p99 = lags[int(0.99 * (len(lags) - 1))]
+    print("%d inserts in %.1f s; lag: median %.3f s, p99 %.3f s, max %.3f s; refreshes per index: %s" % (
+        len(lags), elapsed, statistics.median(lags), p99, lags[-1],
+        ", ".join("%d" % indexes[t].refreshes for t in MULTI_TABLES)))
+    print("the one connection: %d queries in all, %d reconnects" % (
+        next(iter(stats.values()))["queries"], next(iter(stats.values()))["reconnects"]))
+    row("python) multi-index follower (%d indexes, one connection) lag COMMIT to true answer, p99 (s), interval 0.1"
+        % len(MULTI_TABLES), round(p99, 3), "<=", 0.25)
+
+
 def main():
     conn = psycopg.connect(autocommit=True)
     bloomfilter.psycopg.register(conn)
@@ -549,16 +635,18 @@ def main():
     # The follower's batch check: one freshness check and the filter's batch for the keys.
     rng = random.Random(2)
     keys = [str(n) for n in rng.sample(range(2_000_000), 100_000)]
-    follower_loop, follower_many = batch_against_loop(idle, keys)
+    follower_loop, follower_many, follower_pure = batch_against_loop(idle, keys)
     print("IndexFollower.contains_many: %.0f ns a key against %.0f ns for a loop of IndexFollower.contains (CPU "
-          "time, as above): %.2fx"
-          % (follower_many, follower_loop, follower_loop / follower_many))
-    rows.append("python) a loop of IndexFollower.contains time / IndexFollower.contains_many time|%.2f|-|-"
-                % (follower_loop / follower_many))
+          "time, as above): %.2fx; without NumPy %.0f ns: %.2fx"
+          % (follower_many, follower_loop, follower_loop / follower_many, follower_pure,
+             follower_loop / follower_pure))
+    row("python) contains_many per key vs contains on IndexFollower: a loop of IndexFollower.contains time / "
+        "IndexFollower.contains_many time", round(follower_loop / follower_many, 2), ">=", 3)
     idle.close()
     row("python) follower refresh, nothing changed: queries", per_refresh, "<=", 1)
     row("python) follower refresh, nothing changed: filter bytes moved", max(moved), "<=", 0)
 
+    multi_lag()
     async_stalls()
     shards_lag()
 

@@ -7,11 +7,14 @@
 # event loop while an AsyncIndexFollower reloads a 1M-key filter (psycopg, and asyncpg if
 # installed); a ShardedIndexFollower's lag over three shard clusters; a check in SQL through
 # PgBouncer in session and transaction mode against a direct connection (if pgbouncer is
-# installed). Prints the figures and the target rows "what|measured|target|result"; with
+# installed); a MultiIndexFollower of 4 indexes on one connection, its lag under a writer a table.
+# Prints the figures and the target rows "what|measured|target|result"; with
 # PYTHON_CLIENT_SUMMARY_FILE set, appends the rows there too (for bench/run.sh).
 # A round of lookups counts only if other work did not change it (see bench/python_client.py);
 # one more lookup runs with every CPU kept busy, for comparison.
-# Needs the extension installed, python3-xxhash and python3-psycopg. Knobs: BENCH_LOOKUP_SECONDS
+# Needs the extension installed, python3-xxhash and python3-psycopg; python3-numpy for
+# contains_many's accelerator (without it, the contains_many rows measure the pure-Python batch,
+# which they print beside it anyway). Knobs: BENCH_LOOKUP_SECONDS
 # (8, a pgbench run), BENCH_LOOKUP_ROUNDS (5 rounds that count), BENCH_ROUND_SPREAD (1.3: where
 # the kernel gives no CPU pressure figures, how much slower than its best round the check may be
 # in a round that counts), BENCH_FOLLOWER_INSERTS (10000), BENCH_PGBOUNCER_SECONDS (1, a round of
@@ -49,6 +52,10 @@ INSERT INTO filters SELECT 1, bloom_agg(email, 1000000, 0.01) FROM users;
 INSERT INTO filters SELECT 2, bloom_agg('user' || i || '@mail.com', 1000000, 0.01)
   FROM generate_series(0, 999999) AS i;
 VACUUM (FREEZE, ANALYZE) users, filters;
+-- Four tables with an index each, for a MultiIndexFollower of the four on one connection.
+SELECT format('CREATE TABLE multi%s (id bigserial PRIMARY KEY, email text NOT NULL UNIQUE)', n),
+       format('CREATE INDEX multi%s_email_bloom ON multi%s USING bloomfilter (email) WITH (capacity = 100000)', n, n)
+  FROM generate_series(0, 3) AS n \gexec
 SQL
 
 # Three more clusters, the shards of a users table (docs/multinode.md's layout: an email lives

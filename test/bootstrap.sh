@@ -33,6 +33,7 @@ wanted=(
   python3-xxhash python3-psycopg python3-psycopg2 python3-pytest  # the Python client's tests
   python3-psycopg-pool python3-asyncpg python3-sqlalchemy python3-gunicorn  # and its adapters
   python3-django           # bloomfilter.django (tests/test_django.py)
+  python3-numpy            # the Python client's contains_many accelerator (optional there, tested)
   python3-venv python3-setuptools python3-wheel  # the Python client's install in a venv (tested)
   pgbouncer                # the clients' tests through PgBouncer, which start processes of their own
 )

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-/usr/bin/python3}
 missing=()
-for module in xxhash psycopg psycopg_pool psycopg2 asyncpg sqlalchemy django pytest gunicorn setuptools wheel; do
+for module in xxhash numpy psycopg psycopg_pool psycopg2 asyncpg sqlalchemy django pytest gunicorn setuptools wheel; do
   "$PYTHON" -c "import $module" 2>/dev/null || missing+=("python3-${module//_/-}")
 done
 if [ ${#missing[@]} -gt 0 ]; then

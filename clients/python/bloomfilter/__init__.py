@@ -13,8 +13,8 @@ Citus distributed table, on the nodes holding its shards:
 bloomfilter.citus.CitusIndexFollower(coordinator, "users_email_bloom").
 """
 
-from ._core import (FORMAT_VERSIONS, Filter, Info, UnsupportedVersionError, __version__, key_bytes,
-                    key_hash, shard_of)
+from ._core import (FORMAT_VERSIONS, Filter, Info, UnsupportedVersionError, __version__,
+                    accelerator, key_bytes, key_hash, shard_of)
 
 __all__ = ["Filter", "Info", "shard_of", "key_bytes", "key_hash", "FORMAT_VERSIONS",
-           "UnsupportedVersionError", "__version__"]
+           "UnsupportedVersionError", "accelerator", "__version__"]

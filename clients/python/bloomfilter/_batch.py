@@ -1,4 +1,4 @@
-"""Filter.contains_many: many keys checked at once, in CPython's big-integer arithmetic.
+"""Filter.contains_many without NumPy: many keys checked at once, in CPython's big integers.
 
 Filter.contains runs a few dozen interpreted operations per key: a product, shifts and masks, a
 table lookup and a byte test for each bit position. Here each such step is one call into C for a
@@ -60,20 +60,21 @@ def _repeated(value, width, count):
     return _from_bytes((b"\x01" + bytes(width // 8 - 1)) * count, "little") * value
 
 
-def digests(keys, digest, key_bytes):
-    """The XXH3 digests of the keys' bytes, in order; or the error contains() raises for the
-    first key it refuses (a type, an int out of the bigint range, a lone surrogate)."""
+def digests(keys, digest, key_bytes, collect=list):
+    """collect() of the XXH3 digests of the keys' bytes, in order; or the error contains()
+    raises for the first key it refuses (a type, an int out of the bigint range, a lone
+    surrogate)."""
     kinds = set(map(type, keys))
     if kinds <= _AS_IS:
-        return list(map(digest, keys))
+        return collect(map(digest, keys))
     if len(kinds) == 1:
         convert = _CONVERTERS.get(next(iter(kinds)))
         if convert is not None:
             try:
-                return list(map(digest, map(convert, keys)))
+                return collect(map(digest, map(convert, keys)))
             except struct.error:
                 pass  # an int outside the bigint range: key_bytes() raises contains()'s error
-    return list(map(digest, map(key_bytes, keys)))
+    return collect(map(digest, map(key_bytes, keys)))
 
 
 _CONSTANTS = {}

@@ -14,6 +14,11 @@ import xxhash
 
 from . import _batch
 
+try:
+    from . import _vector  # with NumPy (the extra "fast"): contains_many's steps in NumPy
+except ImportError:
+    _vector = None
+
 # XXH3 came with xxhash 2.0. The requirement is checked here rather than in pyproject.toml:
 # Debian's python3-xxhash (3.0 in bookworm) declares its version as 0.0.0 to pip.
 if not hasattr(xxhash, "xxh3_128_intdigest"):
@@ -21,7 +26,7 @@ if not hasattr(xxhash, "xxh3_128_intdigest"):
                       % getattr(xxhash, "VERSION", "older"))
 
 __all__ = ["Filter", "Info", "shard_of", "key_bytes", "key_hash", "FORMAT_VERSIONS",
-           "UnsupportedVersionError", "__version__"]
+           "UnsupportedVersionError", "accelerator", "__version__"]
 
 # The client's version (pyproject.toml's), named in the errors that ask to upgrade it.
 __version__ = "1.1.0"
@@ -263,7 +268,8 @@ class Filter:
     """
 
     __slots__ = ("_data", "version", "capacity", "error_rate", "hashes", "block_log2", "blocks",
-                 "_block_bytes", "_shift", "_bit_mask", "_multipliers", "contains", "_batch")
+                 "_block_bytes", "_shift", "_bit_mask", "_multipliers", "contains", "_batch",
+                 "_vector_check")
 
     def __init__(self, data):
         """Takes the byte format (validated): use from_bytes() or empty()."""
@@ -277,6 +283,7 @@ class Filter:
         self._multipliers = tuple(position_multiplier(i) for i in range(self.hashes))
         self.contains = self._compile_contains()
         self._batch = None
+        self._vector_check = None
 
     @classmethod
     def from_bytes(cls, data):
@@ -430,10 +437,20 @@ class Filter:
 
     def contains_many(self, keys):
         """[f.contains(key) for key in keys], a list of bools, each step computed for the whole
-        batch at once (see _batch): for many keys, faster per key than the loop, most on keys
-        present. A key contains() refuses raises its error here too."""
+        batch at once: with NumPy where it is importable (see _vector, and accelerator()),
+        else in CPython's big integers (_batch); for many keys, faster per key than the loop.
+        A key contains() refuses raises its error here too."""
         if not isinstance(keys, (list, tuple)):
             keys = list(keys)
+        if _vector is not None and len(keys) >= _vector.MIN_KEYS:
+            vector = self._vector_check
+            if vector is None:
+                vector = self._vector_check = _vector.VectorCheck(self)
+            return vector(keys, key_bytes)
+        return self._contains_many_python(keys)
+
+    def _contains_many_python(self, keys):
+        """contains_many without NumPy: the loop for a few keys, else _batch's passes."""
         if len(keys) < _batch.MIN_KEYS or not _batch.USABLE or len(self._data) > _batch.MAX_FILTER_BYTES:
             contains = self.contains
             return [contains(key) for key in keys]
@@ -546,6 +563,12 @@ class Filter:
     def __repr__(self):
         return "<bloomfilter.Filter version=%d capacity=%d error_rate=%r hashes=%d blocks=%d>" % (
             self.version, self.capacity, self.error_rate, self.hashes, self.blocks)
+
+
+def accelerator():
+    """What Filter.contains_many computes its batches with: "numpy" when NumPy is importable
+    (pip's extra "fast", Debian's python3-numpy), None for pure Python (about half as fast)."""
+    return None if _vector is None else "numpy"
 
 
 def filter_from_value(value, cls, what):

@@ -2,7 +2,7 @@
 reconnection), on going stale (found by the follower's own thread, with no check asked) and
 fresh again, and on the index passing its capacity, each with the log line it had; a callback
 that raises is logged and the thread goes on; stats(); MultiIndexFollower, several indexes on
-one connection; the async follower's events."""
+one connection, also under a writer a table; the async follower's events."""
 
 import asyncio
 import logging
@@ -272,6 +272,63 @@ def test_several_indexes_on_one_connection(conn, dsn):
         MultiIndexFollower(dsn, [email_index, email_index])
     with pytest.raises(TypeError):
         MultiIndexFollower(dsn, email_index)
+
+
+def test_four_indexes_on_one_connection_under_writers(conn, dsn):
+    """A MultiIndexFollower of 4 indexes (bench/python_client.sh measures its lag), a writer on
+    each table: checked while they write, every row committed before the last refresh of its
+    index began is found by that index's follower; one server process throughout."""
+    tables = [make_table(conn) for _ in range(4)]
+    follower = MultiIndexFollower(dsn, [index for _, index in tables], interval=0.05)
+    committed, lock, stop = [], threading.Lock(), threading.Event()
+    counts = {"checks": 0, "misses": 0}
+
+    def write(n):
+        table = tables[n][0]
+        with psycopg.connect(dsn, autocommit=True) as c:
+            for i in range(150):
+                key = "%s-%d@mail.com" % (table, i)
+                c.execute("INSERT INTO %s VALUES (%%s)" % table, [key])
+                with lock:
+                    committed.append((n, key, time.monotonic()))
+                time.sleep(0.002)  # several refreshes while they write
+
+    def check():
+        while not stop.is_set():
+            time.sleep(0.005)
+            with lock:
+                done = list(committed)
+            for n, key, at in done:
+                index = follower.index(tables[n][1])
+                if at < time.monotonic() - index.lag:  # before its last refresh began
+                    counts["checks"] += 1
+                    counts["misses"] += not index.contains(key)
+
+    try:
+        backend = follower.backend_pid
+        checker = threading.Thread(target=check)
+        checker.start()
+        writers = [threading.Thread(target=write, args=(n,)) for n in range(4)]
+        for writer in writers:
+            writer.start()
+        for writer in writers:
+            writer.join()
+        time.sleep(0.3)
+        stop.set()
+        checker.join()
+        assert counts["misses"] == 0, counts
+        assert counts["checks"] > 1000, counts
+        for n, key, _ in committed:
+            assert follower.index(tables[n][1]).contains(key), key
+        # Each index answers for its own table: another's keys are mostly absent.
+        others = [follower.index(tables[(n + 1) % 4][1]).contains(key) for n, key, _ in committed]
+        assert sum(others) < 0.05 * len(others)
+        assert follower.backend_pid == backend
+        assert all(s["reconnects"] == 1 and s["errors"] == 0 for s in follower.stats().values())
+        assert min(follower.index(index).refreshes for _, index in tables) > 5
+    finally:
+        stop.set()
+        follower.close()
 
 
 def test_async_follower_events_and_stats(conn, dsn):

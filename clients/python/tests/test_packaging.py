@@ -32,6 +32,8 @@ def test_venv_install(tmp_path):
              "bloomfilter.asyncpg, bloomfilter.sqlalchemy\n"
              "f = bloomfilter.Filter.empty(100); f.add('a')\n"
              "assert 'a' in f and 'b' not in f\n"
+             # NumPy from Debian's python3-numpy, seen through --system-site-packages.
+             "assert bloomfilter.accelerator() == 'numpy', bloomfilter.accelerator()\n"
              "print(bloomfilter.__file__)")
     out = subprocess.run([python, "-c", check], env=env, cwd=str(tmp_path), capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
