@@ -25,7 +25,8 @@ REGRESS_OPTS = --outputdir=$(CURDIR)/build/regress
 # Isolation specs (specs/*.spec, expected/*.out): checks interleaved with concurrent DDL and
 # inserts. `make installcheck` runs them after REGRESS.
 ISOLATION = reindex_concurrently drop_index_concurrently attach_partition detach_partition \
-            create_index_concurrently insert_during_check revoke_during_check growth_during_check
+            create_index_concurrently insert_during_check revoke_during_check growth_during_check \
+            follow_during_growth
 ISOLATION_OPTS = --load-extension=bloomfilter --outputdir=$(CURDIR)/build/isolation
 
 PG_CONFIG ?= pg_config
