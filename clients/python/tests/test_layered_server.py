@@ -119,3 +119,58 @@ def test_follower_while_the_index_grows(conn, dsn):
             "SELECT bloom_index_filter(%s)::bytea", [index]).fetchone()[0]
         print("%d refreshes, %d reloads, layers seen %s, %d keys checked, %d committed"
               % (refreshes, follower.reloads, sorted(layers_seen), checked, len(committed)))
+
+
+@pytest.mark.parametrize("driver", ["psycopg", "asyncpg"])
+def test_async_follower_while_the_index_grows(conn, dsn, driver):
+    """The same with AsyncIndexFollower, whose refreshes run on an event loop while a writer
+    thread grows the index to 5 layers."""
+    import asyncio
+    from bloomfilter.follow import AsyncIndexFollower
+    from test_follow_async import connector
+
+    table, index = grown_table(conn, capacity=500)
+    committed, errors, done = [], [], threading.Event()
+
+    def writer():
+        try:
+            with psycopg.connect(dsn, autocommit=True) as c:
+                batch = 0
+                while True:
+                    keys = ["a%d.%d@mail.com" % (batch, i) for i in range(250)]
+                    c.execute("INSERT INTO %s (email) SELECT unnest(%%s::text[])" % table, [keys])
+                    committed.extend(keys)
+                    batch += 1
+                    if batch % 8 == 0 and layer_count(c, index) >= 5:
+                        return
+        except Exception as error:  # reported below
+            errors.append(error)
+        finally:
+            done.set()
+
+    async def follow():
+        missed, layers_seen = [], set()
+        follower = AsyncIndexFollower(await connector(driver, dsn)(), index)
+        try:
+            await follower.refresh()
+            thread = threading.Thread(target=writer)
+            thread.start()
+            deadline = time.monotonic() + 120
+            while not done.is_set() and time.monotonic() < deadline:
+                before = len(committed)
+                await follower.refresh()
+                layers_seen.add(len(follower.filter.layers))
+                keys = committed[:before]
+                missed += [k for k, present in zip(keys, follower.contains_many(keys)) if not present]
+            thread.join()
+            await follower.refresh()
+            missed += [k for k, present in zip(committed, follower.contains_many(committed)) if not present]
+            return missed, layers_seen, len(follower.filter.layers), follower.reloads
+        finally:
+            await follower.aclose()
+
+    missed, layers_seen, layers, reloads = asyncio.run(follow())
+    assert not errors, errors
+    assert missed == [], "%d committed keys answered absent" % len(missed)
+    assert layers == layer_count(conn, index) >= 5
+    assert len(layers_seen) >= 3 and reloads >= len(layers_seen)
