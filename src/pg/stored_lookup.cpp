@@ -103,8 +103,12 @@ bool filter_contains(FunctionCallInfo fcinfo, Datum filter, KeyBytes key) {
         VARATT_EXTERNAL_GET_POINTER(pointer, stored);
         const ToastKey toast_key = ToastKey::of(pointer);
         StatementCache *cache = statement_cache(fcinfo);
-        if (cache->has_copy && cache->cached == toast_key)
+        if (cache->has_copy && cache->cached == toast_key) {
+            if (cache->layers != nullptr)
+                return layers_contain(bloom_bytes(cache->copy), *cache->layers,
+                                      hash_bytes(kFormatVersion2, key.data, key.length));
             return contains_key(cache->copy, cache->header, key);
+        }
         bool seen_before = cache->has_seen && cache->seen == toast_key;
         if (!is_compressed(pointer) && !seen_before) {
             cache->has_seen = true;
