@@ -4,10 +4,12 @@
 # 1. 8 pgbench clients insert random emails into a table whose index starts at capacity 1,000,
 #    while a standby replays: the index grows by layers, and every committed row is found on the
 #    primary and on the standby, whose open transaction read the index before it grew;
-#    bloom_index_verify passes on both; the rate over absent keys stays within error_rate.
+#    bloom_index_verify passes on both; the rate over absent keys stays within error_rate; the
+#    layered value bloom_index_filter gives (what followers read) holds every row on both.
 # 2. SIGKILL of the primary while writers make a new index grow from capacity 100,
 #    BLOOMFILTER_GROWTH_CRASHES times (3): after each recovery every committed row is found and
-#    the layers read back; after the last, it goes on growing.
+#    the layers read back, in the index and in its layered value; after the last, it goes on
+#    growing.
 #   BLOOMFILTER_GROWTH_SECONDS   how long the writers of 1. run (8)
 use strict;
 use warnings;
@@ -79,6 +81,12 @@ $reader->query_safe('COMMIT');
 $reader->quit;
 is($standby->safe_psql('postgres', q{SELECT bloom_index_verify('users_email_bloom')}), $rows,
 	'standby: bloom_index_verify checks every row');
+# The layered value a follower reads (bloom_index_filter), on both: every layer, every row.
+my $value_missing = q{WITH v AS MATERIALIZED (SELECT bloom_index_filter('users_email_bloom') AS f)
+	SELECT (SELECT get_byte(f::bytea, 6) FROM v) || ' '
+		|| (SELECT count(*) FROM users, v WHERE NOT bloom_contains(v.f, email))};
+is($primary->safe_psql('postgres', $value_missing), "$grown 0", "primary: the layered value holds every row");
+is($standby->safe_psql('postgres', $value_missing), "$grown 0", "standby: the layered value holds every row");
 $standby->stop;
 
 # 2. Crashes while it grows: each time an empty table with a new index of capacity 100, writers,
@@ -101,6 +109,8 @@ for my $crash (1 .. $crashes) {
 	is($primary->safe_psql('postgres', $missing), '0', "crash $crash: every one of $rows_now committed rows is found");
 	is($primary->safe_psql('postgres', q{SELECT bloom_index_verify('users_email_bloom')}), $rows_now,
 		"crash $crash: bloom_index_verify checks every row");
+	is($primary->safe_psql('postgres', $value_missing), "$after 0",
+		"crash $crash: the layered value holds every row");
 }
 # And it goes on growing after the last recovery.
 $primary->safe_psql('postgres', q{INSERT INTO users (email) SELECT 'after' || i || '@mail.com' FROM generate_series(1, 50000) i});

@@ -30,6 +30,10 @@ const char *status_message(Status status) {
         case Status::inconsistent_sizing:
             return "hashes or blocks in the header do not match capacity and error_rate";
         case Status::bad_length: return "the value's length does not match its number of blocks";
+        case Status::bad_layer_count:
+            return "the layer count or expansion in the layered header is out of range";
+        case Status::bad_layer:
+            return "a layer's header does not match its place in the layered value";
         case Status::capacity_mismatch: return "the filters have different capacity";
         case Status::error_rate_mismatch: return "the filters have different error_rate";
         case Status::version_mismatch: return "the filters have different format versions";
@@ -103,6 +107,22 @@ Status size_filter_capped(uint64_t capacity, double error_rate, uint32_t max_has
     return Status::ok;
 }
 
+Status layer_parameters(uint64_t capacity, double error_rate, uint32_t expansion, uint32_t n,
+                        Parameters *out) {
+    double layer_capacity = double(capacity);
+    for (uint32_t i = 0; i < n; i++) layer_capacity *= expansion;
+    if (layer_capacity > double(std::numeric_limits<int64_t>::max())) return Status::too_large;
+    // Past layer 0 (a bloom value when it is the only one), at most 8 hashes: 1 kB blocks, 7 to
+    // a page, where the optimal k of the smaller rates would make blocks of 4 kB, one to a page,
+    // and then blocks larger than a page.
+    const Status status =
+        n == 0 ? size_filter(uint64_t(layer_capacity), std::ldexp(error_rate, -1), out)
+               : size_filter_capped(uint64_t(layer_capacity), std::ldexp(error_rate, -int(n + 1)),
+                                    kLayerMaxHashes, out);
+    out->version = kFormatVersion2;
+    return status;
+}
+
 static double load_double(const uint8_t *p) {
     uint64_t raw = load_u64(p);
     double d;
@@ -140,6 +160,84 @@ Status read_header(const uint8_t *data, size_t available, uint64_t total_length,
     out->parameters = expected;
     out->inserted = load_u64(data + kOffsetInserted);
     return Status::ok;
+}
+
+Status size_layers(uint64_t capacity, double error_rate, uint32_t expansion, uint32_t count,
+                   Layers *out) {
+    if (count < 1 || count > kMaxLayers || expansion < 2 || expansion > kMaxExpansion)
+        return Status::bad_layer_count;
+    if (capacity < 1 || !(error_rate > 0.0 && error_rate < 1.0)) return Status::bad_parameters;
+    out->capacity = capacity;
+    out->error_rate = error_rate;
+    out->expansion = expansion;
+    out->count = count;
+    uint64_t offset = kHeaderBytes;
+    for (uint32_t n = 0; n < count; n++) {
+        const Status status = layer_parameters(capacity, error_rate, expansion, n, &out->layer[n]);
+        if (status == Status::capacity_out_of_range || status == Status::error_rate_out_of_range)
+            return Status::bad_parameters;
+        if (status != Status::ok) return status;
+        out->offset[n] = offset;
+        offset += out->layer[n].encoded_bytes();
+        if (offset > kMaxEncodedBytes) return Status::too_large;
+    }
+    out->encoded_bytes = offset;
+    return Status::ok;
+}
+
+Status read_layers(const uint8_t *data, size_t length, Layers *out) {
+    if (length < kHeaderBytes) return Status::truncated;
+    if (std::memcmp(data + kOffsetMagic, kMagic, sizeof kMagic) != 0) return Status::bad_magic;
+    if (data[kOffsetVersion] != kFormatLayered || data[kOffsetVersion + 1] != 0)
+        return Status::unsupported_version;
+    const Status sized =
+        size_layers(load_u64(data + kOffsetCapacity), load_double(data + kOffsetErrorRate),
+                    load_u32(data + kOffsetExpansion), load_u16(data + kOffsetLayerCount), out);
+    if (sized != Status::ok) return sized;
+    out->inserted = load_u64(data + kOffsetInserted);
+    // Each layer's header before the length, so that a layer count that says more than the
+    // value holds is reported as such when the value is long enough to show it.
+    for (uint32_t n = 0; n < out->count; n++) {
+        if (out->offset[n] + kHeaderBytes > length) return Status::bad_length;
+        uint8_t expected[kHeaderBytes];
+        write_header(out->layer[n], expected);
+        if (std::memcmp(expected, data + out->offset[n], kOffsetInserted) != 0)
+            return Status::bad_layer;
+    }
+    if (length != out->encoded_bytes) return Status::bad_length;
+    return Status::ok;
+}
+
+void write_layered_header(const Layers &layers, uint8_t *out) {
+    std::memset(out, 0, kHeaderBytes);
+    std::memcpy(out + kOffsetMagic, kMagic, sizeof kMagic);
+    out[kOffsetVersion] = uint8_t(kFormatLayered);
+    store_u16(out + kOffsetLayerCount, uint16_t(layers.count));
+    store_u32(out + kOffsetExpansion, layers.expansion);
+    store_u64(out + kOffsetCapacity, layers.capacity);
+    store_double(out + kOffsetErrorRate, layers.error_rate);
+}
+
+void write_layered_headers(const Layers &layers, uint8_t *out) {
+    write_layered_header(layers, out);
+    for (uint32_t n = 0; n < layers.count; n++)
+        write_header(layers.layer[n], out + layers.offset[n]);
+}
+
+Status validate(const uint8_t *data, size_t length, Header *out) {
+    if (length >= kHeaderBytes && std::memcmp(data + kOffsetMagic, kMagic, sizeof kMagic) == 0 &&
+        data[kOffsetVersion] == kFormatLayered) {
+        Layers layers;
+        const Status status = read_layers(data, length, &layers);
+        if (status != Status::ok) return status;
+        out->parameters = Parameters{};
+        out->parameters.capacity = layers.capacity;
+        out->parameters.error_rate = layers.error_rate;
+        out->parameters.version = kFormatLayered;
+        out->inserted = layers.inserted;
+        return Status::ok;
+    }
+    return read_header(data, length, length, out);
 }
 
 void write_empty(const Parameters &parameters, uint8_t *out) {

@@ -23,6 +23,12 @@ namespace bloomfilter {
 constexpr uint32_t kFormatVersion1 = 1;
 constexpr uint32_t kFormatVersion2 = 2;
 constexpr uint32_t kFormatVersion = kFormatVersion2;
+// Version 3 is a container: the layers of an index that grows, each a version 2 filter, in one
+// value (docs/format.md, "Layered values"). A key is present when any layer says so.
+constexpr uint32_t kFormatLayered = 3;
+constexpr uint32_t kMaxLayers = 32;
+constexpr uint32_t kLayerMaxHashes = 8;
+constexpr uint32_t kMaxExpansion = 1024;
 constexpr uint8_t kMagic[4] = {'B', 'L', 'O', 'M'};
 constexpr size_t kHeaderBytes = 36;
 // Block sizes are powers of two, from 4096 bits up; see block_log2_for().
@@ -38,6 +44,10 @@ constexpr size_t kOffsetBlocks = 8;      // u32
 constexpr size_t kOffsetCapacity = 12;   // u64
 constexpr size_t kOffsetErrorRate = 20;  // IEEE-754 binary64
 constexpr size_t kOffsetInserted = 28;   // u64
+// A layered value's header: magic, version 3, a zero byte, then these; capacity (layer 0's),
+// error_rate (the whole value's) and inserted at the offsets above.
+constexpr size_t kOffsetLayerCount = 6;  // u16
+constexpr size_t kOffsetExpansion = 8;   // u32
 
 // The largest encoded value the core will build: PostgreSQL values are limited to 1 GB
 // (MaxAllocSize, 0x3fffffff bytes) including their 4-byte length word.
@@ -57,6 +67,9 @@ enum class Status {
     bad_parameters,
     inconsistent_sizing,
     bad_length,
+    // Malformed layered values (version 3).
+    bad_layer_count,
+    bad_layer,
     // Union of filters whose parameters differ.
     capacity_mismatch,
     error_rate_mismatch,
@@ -91,6 +104,13 @@ Status size_filter(uint64_t capacity, double error_rate, Parameters *out);
 // parameters are the layers' of an index that grows, never a bloom value's.
 Status size_filter_capped(uint64_t capacity, double error_rate, uint32_t max_hashes,
                           Parameters *out);
+
+// Layer n of a layered index or value: `expansion`^n times the first layer's capacity, at
+// error_rate / 2^(n + 1), so that the rates of all the layers add up to less than error_rate;
+// past layer 0 with at most kLayerMaxHashes hashes (size_filter_capped). Not ok when no such
+// filter can be made (past the largest size).
+Status layer_parameters(uint64_t capacity, double error_rate, uint32_t expansion, uint32_t n,
+                        Parameters *out);
 
 // A key's hash as a filter of a given format version uses it.
 // - Version 1: the 128-bit XXH3 hash. The high half picks the block, the low half and the
@@ -316,11 +336,34 @@ struct Header {
 // every way in, and alone by the slice path, which never reads the whole value.
 Status read_header(const uint8_t *data, size_t available, uint64_t total_length, Header *out);
 
-// Full validation of an encoded value. The block bits need no check: every bit pattern is a
-// valid filter.
-inline Status validate(const uint8_t *data, size_t length, Header *out) {
-    return read_header(data, length, length, out);
-}
+// The layers of a layered value (format version 3): the parameters of the whole and of each
+// layer, and where each layer's own header begins.
+struct Layers {
+    uint64_t capacity = 0;  // layer 0's
+    double error_rate = 0;  // the whole value's
+    uint32_t expansion = 0;
+    uint32_t count = 0;
+    uint64_t inserted = 0;
+    uint64_t encoded_bytes = 0;
+    Parameters layer[kMaxLayers];
+    uint64_t offset[kMaxLayers] = {};
+};
+// The layout of a layered value of `count` layers (bad_layer_count, bad_parameters or too_large
+// when there is none).
+Status size_layers(uint64_t capacity, double error_rate, uint32_t expansion, uint32_t count,
+                   Layers *out);
+// Checks a whole layered value: its header, each layer's header (the one its number gives;
+// any `inserted`) and its length.
+Status read_layers(const uint8_t *data, size_t length, Layers *out);
+// Writes a layered value's own header (`inserted` 0).
+void write_layered_header(const Layers &layers, uint8_t *out);
+// Writes the value's header and each layer's (`inserted` 0); the caller fills the layers' bits.
+void write_layered_headers(const Layers &layers, uint8_t *out);
+
+// Full validation of an encoded value, of any version. The block bits need no check: every bit
+// pattern is a valid filter. A layered value's header gets version 3, its capacity and
+// error_rate, and no blocks: read_layers() describes it.
+Status validate(const uint8_t *data, size_t length, Header *out);
 
 // Writes an empty filter (header and zeroed blocks) into out, which holds encoded_bytes().
 void write_empty(const Parameters &parameters, uint8_t *out);
@@ -352,6 +395,16 @@ struct FilterRef {
         return scalar_block_contains(block, h, version, hashes, block_log2);
     }
 };
+
+// Whether any layer of a validated layered value holds the key (hash_bytes(2, ...)).
+inline bool layers_contain(const uint8_t *data, const Layers &layers, KeyHash h) {
+    for (uint32_t n = layers.count; n-- > 0;) {
+        FilterRef ref =
+            FilterRef::of(const_cast<uint8_t *>(data) + layers.offset[n], layers.layer[n]);
+        if (ref.contains(h)) return true;
+    }
+    return false;
+}
 
 uint64_t read_inserted(const uint8_t *data);
 void write_inserted(uint8_t *data, uint64_t inserted);

@@ -175,6 +175,7 @@ extern "C" Datum bloom_agg_deserialfn(PG_FUNCTION_ARGS) {
     if (in[0] == kSerialSized) {
         Header header;
         validate_or_report(in + 2, length - 2, Origin::binary_input, &header);
+        if (is_layered(header)) report_bad_state("a layered filter");
         AggregateState *state = new_state(context, false, KeyKind(kind));
         state->filter =
             static_cast<struct varlena *>(MemoryContextAllocHuge(context, VARHDRSZ + length - 2));

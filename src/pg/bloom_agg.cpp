@@ -93,6 +93,7 @@ extern "C" Datum bloom_union_agg_transfn(PG_FUNCTION_ARGS) {
     }
     Header header;
     struct varlena *filter = read_filter(PG_GETARG_DATUM(1), &header);
+    refuse_layered(header, "bloom_union_agg");
     if (state == nullptr) {
         state = sized_state_from(context, KeyKind::bytes, filter, header);
     } else {

@@ -31,6 +31,7 @@ static Datum add_key(FunctionCallInfo fcinfo, KeyKind kind) {
     if (PG_ARGISNULL(1)) PG_RETURN_DATUM(PG_GETARG_DATUM(0));
     Header header;
     struct varlena *filter = copy_filter(PG_GETARG_DATUM(0), &header);
+    refuse_layered(header, "bloom_add");
     FilterRef ref = FilterRef::of(bloom_bytes(filter), header.parameters);
     ref.add(hash_key(PG_GETARG_DATUM(1), kind, ref.version));
     add_inserted(bloom_bytes(filter), 1);
@@ -50,6 +51,7 @@ extern "C" Datum bloom_add_array(PG_FUNCTION_ARGS) {
     KeyKind kind = key_kind_of(ARR_ELEMTYPE(keys));
     Header header;
     struct varlena *filter = copy_filter(PG_GETARG_DATUM(0), &header);
+    refuse_layered(header, "bloom_add");
     FilterRef ref = FilterRef::of(bloom_bytes(filter), header.parameters);
 
     ArrayIterator iterator = array_create_iterator(keys, 0, nullptr);
@@ -101,6 +103,11 @@ extern "C" Datum bloom_contains_array(PG_FUNCTION_ARGS) {
 
     Header header;
     struct varlena *filter = read_filter_cached(fcinfo, PG_GETARG_DATUM(0), &header);
+    // A layered value: every key's hash checked against the layers, newest first.
+    Layers layers;
+    if (is_layered(header))
+        report_status(read_layers(bloom_bytes(filter), bloom_length(filter), &layers),
+                      Origin::stored_value);
     FilterRef ref = FilterRef::of(bloom_bytes(filter), header.parameters);
 
     Datum *results = static_cast<Datum *>(palloc(sizeof(Datum) * size_t(count)));
@@ -112,8 +119,13 @@ extern "C" Datum bloom_contains_array(PG_FUNCTION_ARGS) {
         if (i % kElementsPerInterruptCheck == kElementsPerInterruptCheck - 1)
             CHECK_FOR_INTERRUPTS();
         result_nulls[i] = is_null;
-        results[i] = is_null ? BoolGetDatum(false)
-                             : BoolGetDatum(ref.contains(hash_key(key, kind, ref.version)));
+        if (is_null)
+            results[i] = BoolGetDatum(false);
+        else if (is_layered(header))
+            results[i] = BoolGetDatum(
+                layers_contain(bloom_bytes(filter), layers, hash_key(key, kind, kFormatVersion2)));
+        else
+            results[i] = BoolGetDatum(ref.contains(hash_key(key, kind, ref.version)));
     }
     array_free_iterator(iterator);
     ArrayType *result = construct_md_array(results, result_nulls, ARR_NDIM(keys), ARR_DIMS(keys),
@@ -157,6 +169,8 @@ extern "C" Datum bloom_union(PG_FUNCTION_ARGS) {
     Header left_header, right_header;
     struct varlena *left = read_filter(PG_GETARG_DATUM(0), &left_header);
     struct varlena *right = read_filter(PG_GETARG_DATUM(1), &right_header);
+    refuse_layered(left_header, "bloom_union");
+    refuse_layered(right_header, "bloom_union");
     struct varlena *result = static_cast<struct varlena *>(palloc(VARSIZE(left)));
     SET_VARSIZE(result, VARSIZE(left));
     union_into(result, left, left_header, right, right_header);

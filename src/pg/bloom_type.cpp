@@ -96,11 +96,51 @@ extern "C" Datum bloom_empty(PG_FUNCTION_ARGS) {
     PG_RETURN_POINTER(make_filter(parameters));
 }
 
+namespace {
+
+// bloom_info of a layered value: its layers' capacities, bits, bits set and estimated counts
+// summed, the estimated rate of a key absent from every layer, and no one number of hashes.
+Statistics layered_statistics(struct varlena *value, uint64_t *capacity, uint64_t *bits,
+                              uint64_t *bytes) {
+    Layers layers;
+    report_status(read_layers(bloom_bytes(value), bloom_length(value), &layers),
+                  Origin::stored_value);
+    Statistics stats;
+    double absent = 1;
+    *capacity = *bits = 0;
+    for (uint32_t n = 0; n < layers.count; n++) {
+        const Header layer{layers.layer[n], 0};
+        const Statistics s = statistics(bloom_bytes(value) + layers.offset[n], layer);
+        *capacity += layers.layer[n].capacity;
+        *bits += layers.layer[n].bits();
+        stats.bits_set += s.bits_set;
+        stats.estimated_count += s.estimated_count;
+        absent *= 1 - s.estimated_error_rate;
+    }
+    stats.fill = double(stats.bits_set) / double(*bits);
+    stats.estimated_error_rate = 1 - absent;
+    *bytes = layers.encoded_bytes;
+    return stats;
+}
+
+int64 saturated(uint64_t v) { return v > uint64_t(PG_INT64_MAX) ? PG_INT64_MAX : int64(v); }
+
+}  // namespace
+
 extern "C" Datum bloom_info(PG_FUNCTION_ARGS) {
     Header header;
     struct varlena *value = read_filter(PG_GETARG_DATUM(0), &header);
     const Parameters &p = header.parameters;
-    Statistics stats = statistics(bloom_bytes(value), header);
+    const bool layered = is_layered(header);
+    uint64_t capacity = p.capacity, bits = 0, bytes = 0;
+    Statistics stats;
+    if (layered) {
+        stats = layered_statistics(value, &capacity, &bits, &bytes);
+    } else {
+        stats = statistics(bloom_bytes(value), header);
+        bits = p.bits();
+        bytes = p.encoded_bytes();
+    }
 
     TupleDesc descriptor;
     if (get_call_result_type(fcinfo, nullptr, &descriptor) != TYPEFUNC_COMPOSITE)
@@ -108,19 +148,19 @@ extern "C" Datum bloom_info(PG_FUNCTION_ARGS) {
                         errmsg("bloom_info must be called in a context that accepts a record")));
     descriptor = BlessTupleDesc(descriptor);
     Datum values[10] = {
-        Int64GetDatum(int64(p.capacity)),
+        Int64GetDatum(saturated(capacity)),
         Float8GetDatum(p.error_rate),
-        Int64GetDatum(int64(p.bits())),
+        Int64GetDatum(int64(bits)),
         Int32GetDatum(int32(p.hashes)),
-        Int64GetDatum(int64(VARHDRSZ + p.encoded_bytes())),
+        Int64GetDatum(int64(VARHDRSZ + bytes)),
         // Saturated at bigint's maximum; the format's counter is unsigned 64-bit.
-        Int64GetDatum(header.inserted > uint64_t(PG_INT64_MAX) ? PG_INT64_MAX
-                                                               : int64(header.inserted)),
+        Int64GetDatum(saturated(header.inserted)),
         Int64GetDatum(int64(stats.bits_set)),
         Float8GetDatum(stats.fill),
         Float8GetDatum(stats.estimated_count),
         Float8GetDatum(stats.estimated_error_rate),
     };
     bool nulls[10] = {false};
+    nulls[3] = layered;  // each layer has its own number of hashes
     PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(descriptor, values, nulls)));
 }

@@ -63,6 +63,27 @@ struct varlena *copy_filter(Datum datum, Header *header) {
     return value;
 }
 
+void refuse_layered(const Header &header, const char *function) {
+    if (!is_layered(header)) return;
+    ereport(ERROR,
+            (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+             errmsg("%s does not take a layered bloom value (format version 3)", function),
+             errdetail("A layered value holds the layers of a bloomfilter index that grows; it "
+                       "answers bloom_contains and bloom_info, and is not added to or unioned."),
+             errhint("Build a filter of one layer with bloom_agg over the table's keys.")));
+}
+
+bool value_contains(const uint8_t *data, size_t length, const Header &header, KeyBytes key) {
+    if (is_layered(header)) {
+        Layers layers;
+        // Validated already: read again for the layers' places.
+        report_status(read_layers(data, length, &layers), Origin::stored_value);
+        return layers_contain(data, layers, hash_bytes(kFormatVersion2, key.data, key.length));
+    }
+    FilterRef ref = FilterRef::of(const_cast<uint8_t *>(data), header.parameters);
+    return ref.contains(ref.hash(key.data, key.length));
+}
+
 // Zeroes in chunks, checking for cancel: a filter can be up to 1 GB.
 struct varlena *make_filter(const Parameters &parameters) {
     Size size = VARHDRSZ + parameters.encoded_bytes();

@@ -49,6 +49,11 @@ void validate_or_report(const uint8_t *data, size_t length, Origin origin, Heade
 struct varlena *read_filter(Datum datum, Header *header);
 // A private, writable, validated copy of a filter argument.
 struct varlena *copy_filter(Datum datum, Header *header);
+// A layered value (format version 3: the layers of an index that grows, bloom_index_filter).
+inline bool is_layered(const Header &header) { return header.parameters.version == kFormatLayered; }
+// Raises 0A000 for a layered value given to `function`, which reads or writes one filter: adding
+// to a layer, or a union of layers, would answer for a filter no index holds.
+void refuse_layered(const Header &header, const char *function);
 // A new empty filter in the current memory context.
 struct varlena *make_filter(const Parameters &parameters);
 
@@ -90,6 +95,9 @@ struct KeyBytes {
     const void *data;
     size_t length;
 };
+
+// Whether a validated value (any version) holds a key.
+bool value_contains(const uint8_t *data, size_t length, const Header &header, KeyBytes key);
 
 // How many array elements or bytes are processed between checks for query cancel.
 constexpr int kElementsPerInterruptCheck = 4096;

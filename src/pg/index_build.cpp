@@ -24,23 +24,6 @@ uint32_t index_expansion(Relation index) {
     return options ? uint32_t(options->expansion) : 0;
 }
 
-bool layer_parameters(uint64_t capacity, double error_rate, uint32_t expansion, uint32_t n,
-                      Parameters *out) {
-    double layer_capacity = double(capacity);
-    for (uint32_t i = 0; i < n; i++) layer_capacity *= expansion;
-    if (layer_capacity > double(PG_INT64_MAX)) return false;
-    // Past layer 0 (a bloom value when it is the only one), at most 8 hashes: 1 kB blocks, 7 to
-    // a page, where the optimal k of the smaller rates would make blocks of 4 kB, one to a page,
-    // and then blocks larger than a page.
-    const Status status =
-        n == 0 ? size_filter(uint64_t(layer_capacity), ldexp(error_rate, -1), out)
-               : size_filter_capped(uint64_t(layer_capacity), ldexp(error_rate, -int(n + 1)),
-                                    kLayerMaxHashes, out);
-    if (status != Status::ok) return false;
-    out->version = kFormatVersion2;
-    return true;
-}
-
 Parameters index_parameters(Relation index) {
     const IndexOptions *options = reinterpret_cast<const IndexOptions *>(index->rd_options);
     const int64 capacity = options ? options->capacity : kDefaultCapacity;
@@ -227,8 +210,8 @@ void build_sorted(Relation heap, Relation index, IndexInfo *index_info, Paramete
     if (layered && state.inserted > parameters.capacity) {
         const IndexOptions *options = reinterpret_cast<const IndexOptions *>(index->rd_options);
         capacity = state.inserted;
-        if (!layer_parameters(capacity, options->error_rate, index_expansion(index), 0,
-                              &parameters))
+        if (layer_parameters(capacity, options->error_rate, index_expansion(index), 0,
+                             &parameters) != Status::ok)
             report_parameters(Status::capacity_out_of_range, int64(capacity), options->error_rate);
     }
     uint8_t header[kHeaderBytes];

@@ -176,7 +176,8 @@ bool read_layered_meta(Relation index, const IndexMetaLayered &meta, IndexLayout
         const LayerMeta &stored = meta.layers[n];
         Parameters expected;
         Header header;
-        if (!layer_parameters(meta.capacity, meta.error_rate, meta.expansion, n, &expected))
+        if (layer_parameters(meta.capacity, meta.error_rate, meta.expansion, n, &expected) !=
+            Status::ok)
             return false;
         expected.version = kFormatVersion2;
         if (n == 0) {
@@ -317,8 +318,8 @@ void add_empty_pages(Relation index, uint32_t count) {
 bool next_layer_pages(const IndexLayout &layout, BlockNumber *first, uint32_t *pages) {
     if (layout.layer_count >= kMaxLayers) return false;
     Parameters next;
-    if (!layer_parameters(layout.capacity, layout.error_rate, layout.expansion, layout.layer_count,
-                          &next))
+    if (layer_parameters(layout.capacity, layout.error_rate, layout.expansion, layout.layer_count,
+                         &next) != Status::ok)
         return false;
     const uint32_t per_page = bytes_per_page_for(next);
     if (next.block_bytes() > per_page) return false;
@@ -582,10 +583,7 @@ bool index_contains(Relation index, KeyHash h) {
     return false;
 }
 
-void copy_index_bits(Relation index, uint8_t *bits) {
-    const IndexLayout &layout = index_layout(index);
-    const FilterPages &filter = layout.first();
-    const bool layered = layout.layout_version == kIndexLayeredVersion;
+void copy_index_bits(Relation index, const FilterPages &filter, bool layered, uint8_t *bits) {
     const uint64_t bits_bytes = filter.bits_bytes();
     for (uint32_t n = 0; n < filter.data_pages; n++) {
         CHECK_FOR_INTERRUPTS();
@@ -602,10 +600,8 @@ void copy_index_bits(Relation index, uint8_t *bits) {
     }
 }
 
-void changed_pages(Relation index, XLogRecPtr since, ChangedPageUse use, void *arg) {
-    const IndexLayout &layout = index_layout(index);
-    const FilterPages &filter = layout.first();
-    const bool layered = layout.layout_version == kIndexLayeredVersion;
+void changed_pages(Relation index, const FilterPages &filter, bool layered, XLogRecPtr since,
+                   ChangedPageUse use, void *arg) {
     const uint64_t bits_bytes = filter.bits_bytes();
     uint8_t *copy = static_cast<uint8_t *>(palloc(filter.bytes_per_page));
     // A page with no WAL position (InvalidXLogRecPtr) counts as changed: a temporary table's

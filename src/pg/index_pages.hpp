@@ -42,8 +42,6 @@ inline RelFileNode relation_file(Relation relation) { return relation->rd_node; 
 constexpr uint32_t kIndexMagic = 0x58494c42;  // "BLIX"
 constexpr uint32_t kIndexLayoutVersion = 1;
 constexpr uint32_t kIndexLayeredVersion = 2;
-constexpr uint32_t kMaxLayers = 32;
-constexpr uint32_t kLayerMaxHashes = 8;
 constexpr BlockNumber kMetaBlock = 0;
 constexpr uint16_t kIndexPageId = 0xFB10;  // in each page's special space, for page tools
 
@@ -75,11 +73,6 @@ struct IndexOptions {
 Parameters index_parameters(Relation index);
 // The index's `expansion` (0: a fixed size, layout 1).
 uint32_t index_expansion(Relation index);
-// Layer n of a layered index: `expansion`^n times the first layer's capacity, at error_rate /
-// 2^(n + 1), past layer 0 with at most kLayerMaxHashes hashes (size_filter_capped). False when no
-// such filter can be made (past the largest size).
-bool layer_parameters(uint64_t capacity, double error_rate, uint32_t expansion, uint32_t n,
-                      Parameters *out);
 
 // ambuild (index_build.cpp).
 IndexBuildResult *bloom_am_build(Relation heap, Relation index, IndexInfo *index_info);
@@ -207,13 +200,15 @@ Buffer extend_index(Relation index);
 // The bits set in `length` bytes.
 uint64_t count_bits(const uint8_t *bytes, uint32_t length);
 
-// Copies the filter's bits (bits_bytes() of them) out of the data pages of a layout 1 index, or
-// of layer 0 of a layered one.
-void copy_index_bits(Relation index, uint8_t *bits);
+// Copies a filter's bits (bits_bytes() of them) out of its data pages: the filter of a layout 1
+// index, or a layer of a layered one (`layered`: its pages may be new, holding no bit).
+void copy_index_bits(Relation index, const FilterPages &filter, bool layered, uint8_t *bits);
 
-// Calls use(arg, begin, bytes, length) for each data page changed by a WAL record past `since`,
-// with the page's bits, which begin `begin` bytes into the filter's bits.
+// Calls use(arg, begin, bytes, length) for each data page of `filter` (as copy_index_bits)
+// changed by a WAL record past `since`, with the page's bits, which begin `begin` bytes into the
+// filter's bits.
 using ChangedPageUse = void (*)(void *arg, uint64_t begin, const uint8_t *bytes, uint32_t length);
-void changed_pages(Relation index, XLogRecPtr since, ChangedPageUse use, void *arg);
+void changed_pages(Relation index, const FilterPages &filter, bool layered, XLogRecPtr since,
+                   ChangedPageUse use, void *arg);
 
 }  // namespace bloomfilter

@@ -31,21 +31,46 @@ Relation open_filter_index(Oid index_oid, const char *function) {
                                RelationGetRelationName(index)),
                         errhint("Read the index of each partition.")));
     check_may_read(index, index_check(index), function);
-    const IndexLayout &layout = current_index_layout(index);
-    if (layout.layout_version == kIndexLayeredVersion && layout.layer_count > 1)
-        ereport(ERROR,
-                (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                 errmsg("bloomfilter index \"%s\" has grown to %u layers, which %s cannot read "
-                        "as one filter",
-                        RelationGetRelationName(index), layout.layer_count, function),
-                 errhint("bloom_index_layers() describes them; REINDEX makes the index one "
-                         "layer again.")));
     return index;
+}
+
+// The layered value (format version 3) of a layered index's layers: the places of its layers.
+void index_value_layers(Relation index, const IndexLayout &layout, Layers *layers) {
+    const Status status = size_layers(layout.capacity, layout.error_rate, layout.expansion,
+                                      layout.layer_count, layers);
+    if (status == Status::too_large)
+        ereport(ERROR,
+                (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+                 errmsg("bloomfilter index \"%s\" has grown to %u layers, more than the 1 GB "
+                        "of a bloom value",
+                        RelationGetRelationName(index), layout.layer_count),
+                 errhint("REINDEX makes it one layer, sized for its rows.")));
+    if (status != Status::ok)
+        ereport(ERROR, (errcode(ERRCODE_INDEX_CORRUPTED),
+                        errmsg("\"%s\" is not a valid bloomfilter index: its layers are not "
+                               "those of a bloom value",
+                               RelationGetRelationName(index)),
+                        errhint("REINDEX it.")));
+    for (uint32_t n = 0; n < layers->count; n++)
+        Assert(layers->layer[n].blocks == layout.layers[n].parameters.blocks &&
+               layers->layer[n].hashes == layout.layers[n].parameters.hashes);
+}
+
+// The value's header: a layered index's (version 3) or the one filter's (version 2), with
+// `inserted` the keys the build added.
+void index_value_header(const IndexLayout &layout, const Layers &layers, uint8_t *header) {
+    if (layout.layout_version == kIndexLayeredVersion) {
+        write_layered_header(layers, header);
+    } else {
+        write_header(layout.first().parameters, header);
+    }
+    write_inserted(header, layout.inserted_by_build);
 }
 
 struct ChangesOutput {
     ReturnSetInfo *result;
     XLogRecPtr next;
+    uint64_t base;  // where the bits of the layer being read begin in the value
 };
 
 void emit_change(void *arg, uint64_t offset, const uint8_t *bytes, uint32_t length) {
@@ -61,18 +86,19 @@ void emit_change(void *arg, uint64_t offset, const uint8_t *bytes, uint32_t leng
 }
 
 void emit_page_change(void *arg, uint64_t begin, const uint8_t *bytes, uint32_t length) {
-    emit_change(arg, kHeaderBytes + begin, bytes, length);
+    emit_change(arg, static_cast<const ChangesOutput *>(arg)->base + begin, bytes, length);
 }
 
 }  // namespace
 
 // bloom_index_changes(index, since): what changed in the index's filter after WAL position
 // `since`, as rows (next_lsn, byte_offset, bytes): write `bytes` at `byte_offset` of a copy of
-// the filter's byte format to bring it up to date. The first row is always the header (offset
-// 0; parameters that differ from the copy's mean the index was rebuilt: read it whole again),
-// and next_lsn, the same on every row, is the `since` of the next call. It is taken before the
-// pages are read, so a change made while they are read is returned now or next time, never
-// lost.
+// the value bloom_index_filter gives to bring it up to date. The first row is always the
+// value's header (offset 0; one whose first 28 bytes differ from the copy's means the index was
+// rebuilt with other parameters, or, for a layered index, has another number of layers: read it
+// whole again), and next_lsn, the same on every row, is the `since` of the next call. It is
+// taken before the layers are counted and the pages read, so a change made meanwhile is
+// returned now or next time, and a layer published meanwhile shows in the next call's header.
 extern "C" Datum bloom_index_changes(PG_FUNCTION_ARGS) {
     const XLogRecPtr since = PG_GETARG_LSN(1);
     Relation index = open_filter_index(PG_GETARG_OID(0), "bloom_index_changes");
@@ -80,25 +106,47 @@ extern "C" Datum bloom_index_changes(PG_FUNCTION_ARGS) {
     out.next = RecoveryInProgress() ? GetXLogReplayRecPtr(nullptr) : GetXLogInsertRecPtr();
     InitMaterializedSRF(fcinfo, 0);
     out.result = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
-    const IndexLayout &layout = index_layout(index);
+    // A copy: reading the pages must not reload the relcache entry under it.
+    const IndexLayout layout = current_index_layout(index);
+    const bool layered = layout.layout_version == kIndexLayeredVersion;
+    Layers layers;
+    if (layered) index_value_layers(index, layout, &layers);
     uint8_t header[kHeaderBytes];
-    write_header(layout.first().parameters, header);
-    write_inserted(header, layout.inserted_by_build);
+    index_value_header(layout, layers, header);
     emit_change(&out, 0, header, kHeaderBytes);
-    changed_pages(index, since, emit_page_change, &out);
+    for (uint32_t n = 0; n < layout.layer_count; n++) {
+        out.base = (layered ? layers.offset[n] : 0) + kHeaderBytes;
+        changed_pages(index, layout.layers[n], layered, since, emit_page_change, &out);
+    }
     index_close(index, NoLock);
     return (Datum)0;
 }
 
-// bloom_index_filter(index): the index's filter as a bloom value, the same byte format as the
-// type's (format version 2), so every bloom function and any reader of the format can use it.
-// `inserted` counts the keys the build added.
+// bloom_index_filter(index): the index's filter as a bloom value, so every bloom function and
+// any reader of the format can use it: of an index of fixed size, one filter (format version
+// 2); of a layered index, its layers (format version 3, docs/format.md), each read under its
+// pages' share locks. `inserted` counts the keys the build added.
 extern "C" Datum bloom_index_filter(PG_FUNCTION_ARGS) {
     Relation index = open_filter_index(PG_GETARG_OID(0), "bloom_index_filter");
-    const IndexLayout &layout = index_layout(index);
-    struct varlena *result = make_filter(layout.first().parameters);
-    write_inserted(bloom_bytes(result), layout.inserted_by_build);
-    copy_index_bits(index, bloom_bytes(result) + kHeaderBytes);
+    const IndexLayout layout = current_index_layout(index);
+    struct varlena *result;
+    if (layout.layout_version == kIndexLayeredVersion) {
+        Layers layers;
+        index_value_layers(index, layout, &layers);
+        const Size size = VARHDRSZ + layers.encoded_bytes;
+        result = static_cast<struct varlena *>(palloc(size));
+        SET_VARSIZE(result, size);
+        uint8_t *bytes = bloom_bytes(result);
+        write_layered_headers(layers, bytes);
+        write_inserted(bytes, layout.inserted_by_build);
+        write_inserted(bytes + layers.offset[0], layout.inserted_by_build);
+        for (uint32_t n = 0; n < layers.count; n++)
+            copy_index_bits(index, layout.layers[n], true, bytes + layers.offset[n] + kHeaderBytes);
+    } else {
+        result = make_filter(layout.first().parameters);
+        write_inserted(bloom_bytes(result), layout.inserted_by_build);
+        copy_index_bits(index, layout.first(), false, bloom_bytes(result) + kHeaderBytes);
+    }
     index_close(index, NoLock);
     PG_RETURN_POINTER(result);
 }

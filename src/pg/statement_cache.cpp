@@ -25,11 +25,21 @@ struct varlena *read_filter_cached(FunctionCallInfo fcinfo, Datum filter, Header
     if (cache->has_copy) {
         cache->has_copy = false;
         pfree(cache->copy);
+        if (cache->layers != nullptr) pfree(cache->layers);
+        cache->layers = nullptr;
     }
     MemoryContext previous = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
     struct varlena *copy = detoast_attr(stored);
     MemoryContextSwitchTo(previous);
     validate_or_report(bloom_bytes(copy), bloom_length(copy), Origin::stored_value, header);
+    if (is_layered(*header)) {
+        // Its layers' places, for every check of the statement.
+        Layers *layers =
+            static_cast<Layers *>(MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(Layers)));
+        report_status(read_layers(bloom_bytes(copy), bloom_length(copy), layers),
+                      Origin::stored_value);
+        cache->layers = layers;
+    }
     cache->copy = copy;
     cache->cached = key;
     cache->header = *header;

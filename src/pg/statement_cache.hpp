@@ -16,6 +16,7 @@ struct StatementCache {
     ToastKey cached;
     struct varlena *copy;
     Header header;
+    Layers *layers;  // of a layered copy (format version 3), read once; else null
 };
 
 // The function's cache, made on its first call in the statement.

@@ -39,7 +39,11 @@ uint32_t guess_version(const varatt_external &pointer) {
                : kFormatVersion;
 }
 
-bool slice_contains(struct varlena *stored, const varatt_external &pointer, KeyBytes key) {
+// Whether the key is in a stored value read by slices; false with *whole set when the value is
+// layered (version 3), whose layers' places only the whole value gives.
+bool slice_contains(struct varlena *stored, const varatt_external &pointer, KeyBytes key,
+                    bool *whole) {
+    *whole = false;
     const uint64_t total_length = VARATT_EXTERNAL_GET_EXTSIZE(pointer);
     uint8_t head[kHeaderBytes];
     uint8_t guessed_block[1u << (kMinBlockLog2 - 3)];
@@ -57,6 +61,11 @@ bool slice_contains(struct varlena *stored, const varatt_external &pointer, KeyB
         count = 2;
     }
     fetch_slices(pointer, slices, count);
+    if (std::memcmp(head + kOffsetMagic, kMagic, sizeof kMagic) == 0 &&
+        head[kOffsetVersion] == kFormatLayered) {
+        *whole = true;
+        return false;
+    }
     Header header;
     report_status(read_header(head, kHeaderBytes, total_length, &header), Origin::stored_value);
     const Parameters &p = header.parameters;
@@ -80,9 +89,8 @@ bool slice_contains(struct varlena *stored, const varatt_external &pointer, KeyB
     return found;
 }
 
-bool contains_key(uint8_t *data, const Parameters &parameters, KeyBytes key) {
-    FilterRef ref = FilterRef::of(data, parameters);
-    return ref.contains(ref.hash(key.data, key.length));
+bool contains_key(struct varlena *value, const Header &header, KeyBytes key) {
+    return value_contains(bloom_bytes(value), bloom_length(value), header, key);
 }
 
 }  // namespace
@@ -95,20 +103,26 @@ bool filter_contains(FunctionCallInfo fcinfo, Datum filter, KeyBytes key) {
         VARATT_EXTERNAL_GET_POINTER(pointer, stored);
         const ToastKey toast_key = ToastKey::of(pointer);
         StatementCache *cache = statement_cache(fcinfo);
-        if (cache->has_copy && cache->cached == toast_key)
-            return contains_key(bloom_bytes(cache->copy), cache->header.parameters, key);
+        if (cache->has_copy && cache->cached == toast_key) {
+            if (cache->layers != nullptr)
+                return layers_contain(bloom_bytes(cache->copy), *cache->layers,
+                                      hash_bytes(kFormatVersion2, key.data, key.length));
+            return contains_key(cache->copy, cache->header, key);
+        }
         bool seen_before = cache->has_seen && cache->seen == toast_key;
         if (!is_compressed(pointer) && !seen_before) {
             cache->has_seen = true;
             cache->seen = toast_key;
-            return slice_contains(stored, pointer, key);
+            bool whole;
+            const bool found = slice_contains(stored, pointer, key, &whole);
+            if (!whole) return found;
         }
         // Checked twice in one statement, or compressed (no slice reads): read it whole once.
         struct varlena *whole = read_filter_cached(fcinfo, filter, &header);
-        return contains_key(bloom_bytes(whole), header.parameters, key);
+        return contains_key(whole, header, key);
     }
     struct varlena *value = read_filter(filter, &header);
-    bool found = contains_key(bloom_bytes(value), header.parameters, key);
+    bool found = contains_key(value, header, key);
     if (value != stored) pfree(value);
     return found;
 }

@@ -104,4 +104,38 @@ inline void exercise_valid(const uint8_t *data, size_t size, const Header &heade
     FUZZ_CHECK(back == filter);
 }
 
+// A layered value (format version 3) that validate() accepted: its layers are where and what
+// size_layers() gives, each a filter whose keys are found through layers_contain().
+inline void exercise_layered(const uint8_t *data, size_t size, const Header &header) {
+    Layers layers;
+    FUZZ_CHECK(read_layers(data, size, &layers) == Status::ok);
+    FUZZ_CHECK(header.parameters.version == kFormatLayered && layers.encoded_bytes == size);
+    FUZZ_CHECK(header.parameters.capacity == layers.capacity && header.inserted == layers.inserted);
+    std::vector<uint8_t> copy(data, data + size);
+    double rates = 0;
+    for (uint32_t n = 0; n < layers.count; n++) {
+        const Parameters &p = layers.layer[n];
+        FUZZ_CHECK(layers.offset[n] + p.encoded_bytes() <= size);
+        rates += p.error_rate;
+        // A key added to any one layer of a copy is then present in the whole.
+        const size_t at = std::min<size_t>(size - 1, 8 * n);
+        FilterRef ref = FilterRef::of(copy.data() + layers.offset[n], p);
+        const KeyHash h = hash_bytes(kFormatVersion2, data + at, std::min<size_t>(size - at, 24));
+        (void)layers_contain(data, layers, h);
+        ref.add(h);
+        FUZZ_CHECK(layers_contain(copy.data(), layers, h));
+    }
+    FUZZ_CHECK(rates < layers.error_rate);
+    Header again;
+    FUZZ_CHECK(validate(copy.data(), copy.size(), &again) == Status::ok);
+}
+
+// Either kind of valid value.
+inline void exercise_any(const uint8_t *data, size_t size, const Header &header) {
+    if (header.parameters.version == kFormatLayered)
+        exercise_layered(data, size, header);
+    else
+        exercise_valid(data, size, header);
+}
+
 }  // namespace fuzz

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "../../src/core/bloom.hpp"
@@ -67,6 +68,20 @@ int main(int argc, char **argv) {
     std::vector<uint8_t> saturated = filter(1000, 0.01, 1000);
     write_inserted(saturated.data(), ~uint64_t(0));
     emit("valid_3x4096_counter_max", saturated);
+    // Layered values (format version 3): three small layers, and two of larger blocks.
+    for (const auto &[name, capacity, error_rate, expansion, count] :
+         {std::tuple<const char *, uint64_t, double, uint32_t, uint32_t>{"valid_layered_3", 10,
+                                                                         0.01, 2, 3},
+          {"valid_layered_2_k11", 1000, 0.001, 4, 2}}) {
+        Layers layers;
+        if (size_layers(capacity, error_rate, expansion, count, &layers) != Status::ok)
+            std::abort();
+        std::vector<uint8_t> bytes(layers.encoded_bytes);
+        write_layered_headers(layers, bytes.data());
+        Header header;
+        if (validate(bytes.data(), bytes.size(), &header) != Status::ok) std::abort();
+        emit(name, bytes);
+    }
 
     // Broken, one field each.
     const std::vector<uint8_t> good = filter(1000, 0.01, 1000);

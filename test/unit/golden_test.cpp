@@ -61,9 +61,43 @@ TEST(GoldenVectors, Coverage) {
         Header header;
         statuses.insert(golden::status_name(validate(bad.bytes.data(), bad.bytes.size(), &header)));
     }
-    for (const char *s : {"truncated", "bad_magic", "unsupported_version", "bad_block_size",
-                          "bad_parameters", "inconsistent_sizing", "bad_length", "too_large", "ok"})
+    for (const char *s :
+         {"truncated", "bad_magic", "unsupported_version", "bad_block_size", "bad_parameters",
+          "inconsistent_sizing", "bad_length", "too_large", "ok", "bad_layer_count", "bad_layer"})
         EXPECT_EQ(statuses.count(s), 1u) << s;
+}
+
+// A layered value answers "present" for every key of every layer, each layer in its own place.
+TEST(GoldenVectors, LayeredValuesHoldEveryKey) {
+    using namespace bloomfilter;
+    const std::vector<golden::Key> keys = golden::keys();
+    for (const auto &spec : golden::layered_specs()) {
+        const std::vector<uint8_t> bytes = golden::layered_value(spec, keys);
+        Header header;
+        ASSERT_EQ(validate(bytes.data(), bytes.size(), &header), Status::ok);
+        EXPECT_EQ(header.parameters.version, kFormatLayered);
+        EXPECT_EQ(header.parameters.capacity, spec.capacity);
+        EXPECT_EQ(header.inserted, keys.size());
+        Layers layers;
+        ASSERT_EQ(read_layers(bytes.data(), bytes.size(), &layers), Status::ok);
+        ASSERT_EQ(layers.count, spec.layers);
+        double rates = 0;
+        for (uint32_t n = 0; n < layers.count; n++) rates += layers.layer[n].error_rate;
+        EXPECT_LT(rates, spec.error_rate);
+        for (size_t i = 0; i < keys.size(); i++) {
+            const KeyHash h =
+                hash_bytes(kFormatVersion2, keys[i].bytes.data(), keys[i].bytes.size());
+            EXPECT_TRUE(layers_contain(bytes.data(), layers, h)) << i;
+            const uint32_t n = uint32_t(i % spec.layers);
+            const uint8_t *at = bytes.data() + layers.offset[n];
+            EXPECT_TRUE(FilterRef::of(const_cast<uint8_t *>(at), layers.layer[n]).contains(h));
+        }
+    }
+    // The largest value: past 1 GB, too_large; past 32 layers, bad_layer_count.
+    Layers layers;
+    EXPECT_EQ(size_layers(1000000, 0.01, 2, 12, &layers), Status::too_large);
+    EXPECT_EQ(size_layers(10, 0.01, 2, 33, &layers), Status::bad_layer_count);
+    EXPECT_EQ(size_layers(10, 0.01, 2, 10, &layers), Status::ok);
 }
 
 }  // namespace

@@ -138,6 +138,8 @@ inline const char *status_name(Status status) {
         case Status::bad_parameters: return "bad_parameters";
         case Status::inconsistent_sizing: return "inconsistent_sizing";
         case Status::bad_length: return "bad_length";
+        case Status::bad_layer_count: return "bad_layer_count";
+        case Status::bad_layer: return "bad_layer";
         case Status::capacity_mismatch: return "capacity_mismatch";
         case Status::error_rate_mismatch: return "error_rate_mismatch";
         case Status::version_mismatch: return "version_mismatch";
@@ -151,7 +153,42 @@ inline std::string number(double d) {
     return buffer;
 }
 
-// Malformed values, each a change to the empty filter of capacity 10 at 0.01 (version 2).
+// Layered values (format version 3): the layers of an index that grows. Key i of keys() is
+// added to layer i % layers; `absent` keys are never added.
+struct LayeredSpec {
+    uint64_t capacity;
+    double error_rate;
+    uint32_t expansion;
+    uint32_t layers;
+};
+
+// Three small layers of 512-byte blocks; two where layer 0 has 11 hashes and larger blocks and
+// layer 1 is capped at 8.
+inline std::vector<LayeredSpec> layered_specs() { return {{10, 0.01, 2, 3}, {1000, 0.001, 4, 2}}; }
+
+inline std::vector<Key> absent_keys() {
+    std::vector<Key> keys;
+    for (int i = 0; i < 40; i++) keys.push_back(text_key("absent" + std::to_string(i)));
+    return keys;
+}
+
+inline std::vector<uint8_t> layered_value(const LayeredSpec &spec, const std::vector<Key> &keys) {
+    Layers layers;
+    size_layers(spec.capacity, spec.error_rate, spec.expansion, spec.layers, &layers);
+    std::vector<uint8_t> bytes(layers.encoded_bytes);
+    write_layered_headers(layers, bytes.data());
+    for (size_t i = 0; i < keys.size(); i++) {
+        const uint32_t n = uint32_t(i % spec.layers);
+        FilterRef ref = FilterRef::of(bytes.data() + layers.offset[n], layers.layer[n]);
+        ref.add(ref.hash(keys[i].bytes.data(), keys[i].bytes.size()));
+        add_inserted(bytes.data() + layers.offset[n], 1);
+    }
+    write_inserted(bytes.data(), keys.size());
+    return bytes;
+}
+
+// Malformed values, each a change to the empty filter of capacity 10 at 0.01 (version 2), then
+// to the first layered value.
 struct Malformed {
     std::string what;
     std::vector<uint8_t> bytes;
@@ -205,6 +242,40 @@ inline std::vector<Malformed> malformed() {
     out.push_back({"one byte less", std::vector<uint8_t>(good.begin(), good.end() - 1)});
     std::vector<uint8_t> inserted = changed(28, u64_bytes(UINT64_MAX));
     out.push_back({"inserted 2^64 - 1 (valid)", inserted});
+    const std::vector<uint8_t> layered = layered_value(layered_specs()[0], keys());
+    auto layered_changed = [&](uint64_t offset, std::vector<uint8_t> with) {
+        std::vector<uint8_t> v = layered;
+        std::memcpy(v.data() + offset, with.data(), with.size());
+        return v;
+    };
+    out.push_back({"layered (valid)", layered});
+    out.push_back({"layered: byte 5 not zero", layered_changed(5, {1})});
+    out.push_back({"layered: no layer", layered_changed(6, {0, 0})});
+    out.push_back({"layered: 33 layers", layered_changed(6, {33, 0})});
+    out.push_back({"layered: 4 layers in the length of 3", layered_changed(6, {4, 0})});
+    out.push_back({"layered: 2 layers in the length of 3", layered_changed(6, {2, 0})});
+    out.push_back({"layered: expansion 1", layered_changed(8, {1, 0, 0, 0})});
+    out.push_back({"layered: expansion 1025", layered_changed(8, {1, 4, 0, 0})});
+    out.push_back({"layered: expansion 3", layered_changed(8, {3, 0, 0, 0})});
+    out.push_back({"layered: capacity 0", layered_changed(12, u64_bytes(0))});
+    out.push_back({"layered: error_rate NaN", layered_changed(20, double_bytes(std::nan("")))});
+    out.push_back({"layered: capacity 2^62", layered_changed(12, u64_bytes(uint64_t(1) << 62))});
+    Layers layers;
+    size_layers(10, 0.01, 2, 3, &layers);
+    out.push_back(
+        {"layered: layer 1 magic", layered_changed(layers.offset[1], {'B', 'L', 'O', 'B'})});
+    out.push_back({"layered: layer 1 version 1", layered_changed(layers.offset[1] + 4, {1})});
+    out.push_back(
+        {"layered: layer 2 capacity 41", layered_changed(layers.offset[2] + 12, u64_bytes(41))});
+    out.push_back({"layered: layer 2 inserted 2^64 - 1 (valid)",
+                   layered_changed(layers.offset[2] + 28, u64_bytes(UINT64_MAX))});
+    std::vector<uint8_t> shorter(layered.begin(), layered.end() - 1);
+    out.push_back({"layered: one byte less", shorter});
+    std::vector<uint8_t> layered_longer = layered;
+    layered_longer.push_back(0);
+    out.push_back({"layered: one byte more", layered_longer});
+    out.push_back(
+        {"layered: header only", std::vector<uint8_t>(layered.begin(), layered.begin() + 36)});
     return out;
 }
 
@@ -265,6 +336,36 @@ inline std::string golden_json() {
         add_inserted(bytes.data(), all.size());
         j += "     ],\n     \"all_keys_added\": " + quoted(hex(bytes)) + "}" +
              (s + 1 < specs.size() ? "," : "") + "\n";
+    }
+    j += "  ],\n  \"layered\": [\n";
+    const std::vector<LayeredSpec> layered = layered_specs();
+    const std::vector<Key> absent = absent_keys();
+    for (size_t s = 0; s < layered.size(); s++) {
+        const LayeredSpec &spec = layered[s];
+        Layers layers;
+        size_layers(spec.capacity, spec.error_rate, spec.expansion, spec.layers, &layers);
+        const std::vector<uint8_t> bytes = layered_value(spec, all);
+        j += "    {\"capacity\": " + std::to_string(spec.capacity) +
+             ", \"error_rate\": " + number(spec.error_rate) +
+             ", \"expansion\": " + std::to_string(spec.expansion) + ", \"layers\": [";
+        for (uint32_t n = 0; n < layers.count; n++) {
+            const Parameters &p = layers.layer[n];
+            j += std::string(n ? ", " : "") + "{\"capacity\": " + std::to_string(p.capacity) +
+                 ", \"error_rate\": " + number(p.error_rate) +
+                 ", \"hashes\": " + std::to_string(p.hashes) +
+                 ", \"block_log2\": " + std::to_string(p.block_log2) +
+                 ", \"blocks\": " + std::to_string(p.blocks) +
+                 ", \"offset\": " + std::to_string(layers.offset[n]) + "}";
+        }
+        j += "],\n     \"absent\": [";
+        for (size_t i = 0; i < absent.size(); i++) {
+            const KeyHash h =
+                hash_bytes(kFormatVersion2, absent[i].bytes.data(), absent[i].bytes.size());
+            j += std::string(i ? ", " : "") + "[" + quoted(absent[i].shown) + ", " +
+                 (layers_contain(bytes.data(), layers, h) ? "true" : "false") + "]";
+        }
+        j += "],\n     \"bytes\": " + quoted(hex(bytes)) + "}" +
+             (s + 1 < layered.size() ? "," : "") + "\n";
     }
     j += "  ],\n  \"malformed\": [\n";
     const std::vector<Malformed> bad = malformed();

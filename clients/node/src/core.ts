@@ -11,6 +11,12 @@ import { CLIENT_NAME, CLIENT_VERSION } from "./version.js";
 export const FORMAT_VERSION_1 = 1;
 export const FORMAT_VERSION_2 = 2;
 export const FORMAT_VERSIONS: readonly number[] = [FORMAT_VERSION_1, FORMAT_VERSION_2];
+/** A layered value: the layers of an index that grows, each a version 2 filter (docs/format.md,
+ * "Layered values"). Filter.fromBytes reads it; `layers` describes them. */
+export const FORMAT_VERSION_LAYERED = 3;
+const MAX_LAYERS = 32;
+const LAYER_MAX_HASHES = 8;
+const MAX_EXPANSION = 1024;
 export const HEADER_BYTES = 36;
 const MIN_BLOCK_LOG2 = 12;
 const MAX_BLOCK_LOG2 = 24;
@@ -34,6 +40,8 @@ export const MESSAGES = {
   inconsistent_sizing: "hashes or blocks in the header do not match capacity and error_rate",
   bad_length: "the value's length does not match its number of blocks",
   too_large: "the filter would exceed the 1 GB limit of a PostgreSQL value",
+  bad_layer_count: "the layer count or expansion in the layered header is out of range",
+  bad_layer: "a layer's header does not match its place in the layered value",
 } as const;
 
 export type Status = keyof typeof MESSAGES;
@@ -60,7 +68,7 @@ export class NewerFormatVersionError extends BloomFormatError {
     this.name = "NewerFormatVersionError";
     this.formatVersion = formatVersion;
     this.message += ` ${formatVersion}: newer than this client (${CLIENT_NAME} ${CLIENT_VERSION} reads format versions `
-      + `${FORMAT_VERSIONS.join(" and ")}): upgrade the Node client`;
+      + `${[...FORMAT_VERSIONS, FORMAT_VERSION_LAYERED].join(", ")}): upgrade the Node client`;
   }
 }
 
@@ -263,13 +271,118 @@ function size(capacity: bigint, errorRate: number): [number, number, number] {
     bits = Math.max(bits, Math.trunc(oneHashBits));
   }
   const hashes = k;
-  const wanted = 4096.0 * Math.pow(hashes / 7.0, 3.0);
-  let log2 = MIN_BLOCK_LOG2;
-  while (log2 < MAX_BLOCK_LOG2 && 2 ** log2 < wanted && 2 ** log2 < bits) log2 += 1;
+  const log2 = blockLog2For(hashes, bits);
   const padded = Math.ceil(bits * 1.005);
   const blocks = Math.floor((padded + 2 ** log2 - 1) / 2 ** log2);
   if (HEADER_BYTES + blocks * 2 ** (log2 - 3) > MAX_ENCODED_BYTES) throw tooLarge();
   return [hashes, log2, blocks];
+}
+
+/** block_log2_for() of bloom.cpp. */
+function blockLog2For(hashes: number, bits: number): number {
+  const wanted = 4096.0 * Math.pow(hashes / 7.0, 3.0);
+  let log2 = MIN_BLOCK_LOG2;
+  while (log2 < MAX_BLOCK_LOG2 && 2 ** log2 < wanted && 2 ** log2 < bits) log2 += 1;
+  return log2;
+}
+
+/** size_filter_capped() of bloom.cpp: size() with at most maxHashes hashes. */
+function sizeCapped(capacity: bigint, errorRate: number, maxHashes: number): [number, number, number] {
+  const sized = size(capacity, errorRate);
+  if (sized[0] <= maxHashes) return sized;
+  const tooLarge = () => new SizingError("too_large", "too large");
+  const k = maxHashes;
+  let bits = (-k * Number(capacity)) / Math.log1p(-Math.pow(errorRate, 1.0 / k));
+  if (Number.isFinite(bits)) bits = Math.ceil(bits);
+  if (!(bits <= MAX_BITS)) throw tooLarge();
+  const log2 = blockLog2For(maxHashes, Math.trunc(bits));
+  const padded = Math.ceil(bits * 1.005);
+  const blocks = Math.floor((padded + 2 ** log2 - 1) / 2 ** log2);
+  if (HEADER_BYTES + blocks * 2 ** (log2 - 3) > MAX_ENCODED_BYTES) throw tooLarge();
+  return [maxHashes, log2, blocks];
+}
+
+/** One layer of a layered value: its parameters and where its own header begins. */
+export interface Layer {
+  capacity: number;
+  errorRate: number;
+  hashes: number;
+  blockLog2: number;
+  blocks: number;
+  offset: number;
+}
+
+/** layer_parameters() of bloom.cpp: layer n, expansion^n times the capacity at errorRate /
+ * 2^(n + 1), past layer 0 with at most 8 hashes. */
+function layerParameters(capacity: bigint, errorRate: number, expansion: number, n: number): Omit<Layer, "offset"> {
+  let layerCapacity = Number(capacity);
+  for (let i = 0; i < n; i++) layerCapacity *= expansion;
+  if (layerCapacity > 9223372036854775807) throw new SizingError("too_large", "too large");
+  const rate = errorRate * 2 ** -(n + 1);
+  const c = BigInt(layerCapacity);
+  const [hashes, blockLog2, blocks] = n === 0 ? size(c, rate) : sizeCapped(c, rate, LAYER_MAX_HASHES);
+  return { capacity: layerCapacity, errorRate: rate, hashes, blockLog2, blocks };
+}
+
+/** A valid layered value's header and layers. */
+export interface LayeredHeader {
+  capacity: number;
+  errorRate: number;
+  expansion: number;
+  inserted: bigint;
+  layers: Layer[];
+}
+
+/** Checks a layered value as read_layers() in bloom.cpp does, in the same order; throws
+ * BloomFormatError with the server's reason. */
+export function readLayers(data: Uint8Array): LayeredHeader {
+  if (data.byteLength < HEADER_BYTES) throw new BloomFormatError("truncated");
+  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  if (data[0] !== 0x42 || data[1] !== 0x4c || data[2] !== 0x4f || data[3] !== 0x4d) {
+    throw new BloomFormatError("bad_magic");
+  }
+  if (data[4] !== FORMAT_VERSION_LAYERED || data[5] !== 0) throw new BloomFormatError("unsupported_version");
+  const count = view.getUint16(6, true), expansion = view.getUint32(8, true);
+  const capacity = view.getBigUint64(12, true), errorRate = view.getFloat64(20, true);
+  if (count < 1 || count > MAX_LAYERS || expansion < 2 || expansion > MAX_EXPANSION) {
+    throw new BloomFormatError("bad_layer_count");
+  }
+  if (capacity < 1n || !(errorRate > 0.0 && errorRate < 1.0)) throw new BloomFormatError("bad_parameters");
+  const layers: Layer[] = [];
+  let offset = HEADER_BYTES;
+  for (let n = 0; n < count; n++) {
+    let layer: Omit<Layer, "offset">;
+    try {
+      layer = layerParameters(capacity, errorRate, expansion, n);
+    } catch (error) {
+      if (error instanceof SizingError) {
+        throw new BloomFormatError(error.status === "too_large" ? "too_large" : "bad_parameters");
+      }
+      throw error;
+    }
+    layers.push({ ...layer, offset });
+    offset += HEADER_BYTES + layer.blocks * 2 ** (layer.blockLog2 - 3);
+    if (offset > MAX_ENCODED_BYTES) throw new BloomFormatError("too_large");
+  }
+  for (const layer of layers) {
+    if (layer.offset + HEADER_BYTES > data.byteLength) throw new BloomFormatError("bad_length");
+    const at = layer.offset;
+    if (data[at] !== 0x42 || data[at + 1] !== 0x4c || data[at + 2] !== 0x4f || data[at + 3] !== 0x4d
+      || data[at + 4] !== FORMAT_VERSION_2 || data[at + 5] !== layer.blockLog2
+      || view.getUint16(at + 6, true) !== layer.hashes || view.getUint32(at + 8, true) !== layer.blocks
+      || view.getBigUint64(at + 12, true) !== BigInt(layer.capacity)
+      || !Object.is(view.getFloat64(at + 20, true), layer.errorRate)) {
+      throw new BloomFormatError("bad_layer");
+    }
+  }
+  if (data.byteLength !== offset) throw new BloomFormatError("bad_length");
+  return { capacity: Number(capacity), errorRate, expansion, inserted: view.getBigUint64(28, true), layers };
+}
+
+/** Whether `data` is a layered value (format version 3) by its first bytes. */
+function isLayered(data: Uint8Array): boolean {
+  return data.byteLength >= HEADER_BYTES && data[0] === 0x42 && data[1] === 0x4c && data[2] === 0x4f
+    && data[3] === 0x4d && data[4] === FORMAT_VERSION_LAYERED;
 }
 
 /** The parameters read from a valid header. */
@@ -292,7 +405,12 @@ export function readHeader(data: Uint8Array): Header {
     throw new BloomFormatError("bad_magic");
   }
   const version = data[4];
-  if (version > FORMAT_VERSION_2) throw new NewerFormatVersionError(version);
+  if (version > FORMAT_VERSION_LAYERED) throw new NewerFormatVersionError(version);
+  if (version === FORMAT_VERSION_LAYERED) {
+    const error = new BloomFormatError("unsupported_version");
+    error.message = "a layered bloom value (format version 3) has no single header: readLayers() reads it";
+    throw error;
+  }
   if (version !== FORMAT_VERSION_1 && version !== FORMAT_VERSION_2) throw new BloomFormatError("unsupported_version");
   const blockLog2 = data[5];
   const hashes = view.getUint16(6, true);
@@ -322,7 +440,8 @@ export interface Info {
   capacity: number;
   errorRate: number;
   bits: number;
-  hashes: number;
+  /** null for a layered value, whose layers each have their own. */
+  hashes: number | null;
   /** The value's size, with PostgreSQL's 4-byte length word. */
   bytes: number;
   inserted: bigint;
@@ -375,9 +494,37 @@ export class Filter {
   private readonly multLow: Uint32Array;
   private readonly multHigh: Uint32Array;
   private readonly multipliers: bigint[];
+  /** A layered value's layers (format version 3), the oldest first; empty for one filter. */
+  readonly layers: readonly Layer[];
+  /** A layered value's expansion; 0 for one filter. */
+  readonly expansion: number;
 
   /** Takes ownership of `data`, an encoded filter (validated): use fromBytes() or empty(). */
   private constructor(data: Uint8Array) {
+    if (isLayered(data)) {
+      // A layered value: version 3, no one number of hashes or blocks (each layer has its own).
+      const layered = readLayers(data);
+      this.data = data;
+      this.version = FORMAT_VERSION_LAYERED;
+      this.capacity = layered.capacity;
+      this.errorRate = layered.errorRate;
+      this.expansion = layered.expansion;
+      this.layers = Object.freeze(layered.layers.map((layer) => Object.freeze(layer)));
+      this.hashes = this.blockLog2 = this.blocks = this.blockBytes = this.shift = 0;
+      const most = Math.max(...layered.layers.map((layer) => layer.hashes));
+      this.multipliers = [];
+      this.multLow = new Uint32Array(most);
+      this.multHigh = new Uint32Array(most);
+      for (let i = 0; i < most; i++) {
+        const m = positionMultiplier(i);
+        this.multipliers.push(m);
+        this.multLow[i] = Number(m & 0xffffffffn);
+        this.multHigh[i] = Number(m >> 32n);
+      }
+      return;
+    }
+    this.layers = [];
+    this.expansion = 0;
     const header = readHeader(data);
     this.data = data;
     this.version = header.version;
@@ -468,6 +615,7 @@ export class Filter {
   contains(key: Key, type?: KeyType): boolean {
     const input = typeof key === "string" && (type === undefined || type === "text") ? key : hashInput(key, type);
     const d = this.data;
+    if (this.version === FORMAT_VERSION_LAYERED) return this.layersContain(input);
     if (this.version === FORMAT_VERSION_2) {
       hash64[0] = xxh3.xxh64(input);
       const hl = hash32[LOW], hh = hash32[HIGH];
@@ -489,12 +637,42 @@ export class Filter {
     return true;
   }
 
+  /** Any layer of a layered value, the newest first: the check of contains() in each. */
+  private layersContain(input: string | Buffer): boolean {
+    hash64[0] = xxh3.xxh64(input);
+    const hl = hash32[LOW], hh = hash32[HIGH], d = this.data, ml = this.multLow, mh = this.multHigh;
+    for (let n = this.layers.length - 1; n >= 0; n--) {
+      const layer = this.layers[n], blocks = layer.blocks, shift = 32 - layer.blockLog2;
+      const block = Math.floor((hh * blocks + Math.floor((hl * blocks) / TWO32)) / TWO32);
+      const base = layer.offset + HEADER_BYTES + block * 2 ** (layer.blockLog2 - 3);
+      let present = true;
+      for (let i = 0; i < layer.hashes; i++) {
+        const m = ml[i];
+        const p = (mulhi32(hl, m) + Math.imul(hl, mh[i]) + Math.imul(hh, m)) >>> shift;
+        if ((d[base + (p >>> 3)] & (1 << (p & 7))) === 0) {
+          present = false;
+          break;
+        }
+      }
+      if (present) return true;
+    }
+    return false;
+  }
+
+  private refuseLayered(what: string): void {
+    if (this.version === FORMAT_VERSION_LAYERED) {
+      throw new TypeError(`${what} does not take a layered bloom value (format version 3): it holds the layers of an `
+        + "index that grows, which are read, not added to");
+    }
+  }
+
   /** contains() of every key, in order: the same answers, several times faster per key (the keys
    * are hashed in batches, src/batch.ts). `type` applies to every key; a key contains() would
    * refuse throws its error. */
   containsMany(keys: Iterable<Key>, type?: KeyType): boolean[] {
     const list: readonly Key[] = Array.isArray(keys) ? keys : Array.from(keys);
     if (type !== undefined && !KEY_TYPES.includes(type)) throw unknownKeyType(type);
+    if (this.version === FORMAT_VERSION_LAYERED) return list.map((key) => this.contains(key, type));
     const answers = new Array<boolean>(list.length);
     const batch = (keyBatch ??= new KeyBatch((key, keyType) => hashInput(key as Key, keyType as KeyType | undefined), Uuid));
     const d = this.data, hashes = this.hashes, stride = 1 + hashes, blockBytes = this.blockBytes;
@@ -543,12 +721,14 @@ export class Filter {
 
   /** [block, bit positions inside the block] of a key in this filter. */
   positions(key: Key, type?: KeyType): [number, number[]] {
+    this.refuseLayered("positions");
     return this.place(hashInput(key, type));
   }
 
   /** Adds a key in place (as SQL's bloom_add does to its copy): its bits are set and `inserted`
    * counts it. Returns this. Strings with unpaired surrogates are refused (no text has them). */
   add(key: Key, type?: KeyType): this {
+    this.refuseLayered("add");
     if (typeof key === "string" && (type === undefined || type === "text") && LONE_SURROGATE.test(key)) {
       throw new TypeError("a text key cannot hold an unpaired surrogate");
     }
@@ -561,6 +741,7 @@ export class Filter {
 
   /** Adds every key of an iterable. Returns this. */
   addAll(keys: Iterable<Key>, type?: KeyType): this {
+    this.refuseLayered("addAll");
     for (const key of keys) this.add(key, type);
     return this;
   }
@@ -569,6 +750,8 @@ export class Filter {
    * error_rate, or a RangeError naming what differs. `inserted` is the sum. */
   union(other: Filter): Filter {
     if (!(other instanceof Filter)) throw new TypeError("union takes a Filter");
+    this.refuseLayered("union");
+    other.refuseLayered("union");
     if (this.version !== other.version) throw new RangeError("the filters have different format versions");
     if (this.capacity !== other.capacity) throw new RangeError("the filters have different capacity");
     if (!Object.is(this.errorRate, other.errorRate)) throw new RangeError("the filters have different error_rate");
@@ -585,6 +768,7 @@ export class Filter {
 
   /** SQL's bloom_info(filter), computed in the server's order of operations. */
   info(): Info {
+    if (this.version === FORMAT_VERSION_LAYERED) return this.layeredInfo();
     const blockBits = 2 ** this.blockLog2;
     const k = this.hashes;
     const wordsPerBlock = this.blockBytes / 4;
@@ -603,6 +787,32 @@ export class Filter {
       capacity: this.capacity, errorRate: this.errorRate, bits, hashes: this.hashes,
       bytes: this.data.byteLength + 4, inserted: this.inserted, bitsSet, fill: bitsSet / bits,
       estimatedCount: countSum, estimatedErrorRate: errorSum / this.blocks,
+    };
+  }
+
+  /** bloom_info of a layered value: capacity and bits summed over the layers, hashes null,
+   * estimatedCount summed, estimatedErrorRate the rate of a key absent from every layer. */
+  private layeredInfo(): Info {
+    let capacity = 0, bits = 0, setTotal = 0, countSum = 0.0, absent = 1.0;
+    for (const layer of this.layers) {
+      const blockBits = 2 ** layer.blockLog2, blockBytes = blockBits / 8, k = layer.hashes;
+      let errorSum = 0.0, layerCount = 0.0;
+      for (let b = 0; b < layer.blocks; b++) {
+        const start = layer.offset + HEADER_BYTES + b * blockBytes;
+        const set = bitsSet(this.data, start, start + blockBytes);
+        setTotal += set;
+        const fill = set / blockBits;
+        errorSum += Math.pow(fill, k);
+        layerCount += set === blockBits ? Infinity : -(blockBits / k) * Math.log1p(-fill);
+      }
+      capacity += layer.capacity;
+      bits += layer.blocks * blockBits;
+      countSum += layerCount;
+      absent *= 1.0 - errorSum / layer.blocks;
+    }
+    return {
+      capacity, errorRate: this.errorRate, bits, hashes: null, bytes: this.data.byteLength + 4, inserted: this.inserted,
+      bitsSet: setTotal, fill: setTotal / bits, estimatedCount: countSum, estimatedErrorRate: 1.0 - absent,
     };
   }
 
@@ -641,6 +851,10 @@ export class Filter {
   }
 
   toString(): string {
+    if (this.version === FORMAT_VERSION_LAYERED) {
+      return `Filter(version=3, capacity=${this.capacity}, errorRate=${this.errorRate}, expansion=${this.expansion}, `
+        + `layers=${this.layers.length})`;
+    }
     return `Filter(version=${this.version}, capacity=${this.capacity}, errorRate=${this.errorRate}, hashes=${this.hashes}, blocks=${this.blocks})`;
   }
 }

@@ -1,10 +1,10 @@
 // pg-bloomfilter: read, check, build and follow the Bloom filters of the PostgreSQL extension
 // bloomfilter in the application's own memory.
 export {
-  Filter, Uuid, BloomFormatError, NewerFormatVersionError, MESSAGES, FORMAT_VERSIONS, FORMAT_VERSION_1, FORMAT_VERSION_2, HEADER_BYTES,
-  keyBytes, keyHash, shardOf, readHeader, positionMultiplier,
+  Filter, Uuid, BloomFormatError, NewerFormatVersionError, MESSAGES, FORMAT_VERSIONS, FORMAT_VERSION_1, FORMAT_VERSION_2,
+  FORMAT_VERSION_LAYERED, HEADER_BYTES, keyBytes, keyHash, shardOf, readHeader, readLayers, positionMultiplier,
 } from "./core.js";
-export type { Key, KeyType, Info, Header, Status } from "./core.js";
+export type { Key, KeyType, Info, Header, Layer, LayeredHeader, Status } from "./core.js";
 export { CLIENT_NAME, CLIENT_VERSION } from "./version.js";
 export { registerPg, BinaryResultsUnsupportedError } from "./pg.js";
 export type { PgClientLike, PgPoolLike, PgRegistration } from "./pg.js";

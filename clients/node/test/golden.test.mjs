@@ -6,7 +6,8 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import {
-  Filter, Uuid, BloomFormatError, NewerFormatVersionError, MESSAGES, CLIENT_VERSION, keyBytes, keyHash, shardOf,
+  Filter, Uuid, BloomFormatError, NewerFormatVersionError, MESSAGES, CLIENT_VERSION, FORMAT_VERSION_LAYERED, keyBytes, keyHash,
+  shardOf,
 } from "pg-bloomfilter";
 
 const GOLDEN = process.env.BLOOMFILTER_GOLDEN
@@ -178,16 +179,51 @@ test("a format version newer than the client's is refused, saying to upgrade it"
   const version = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")).version;
   assert.equal(CLIENT_VERSION, version);
   const data = Filter.empty(1000, 0.01).toBytes();
-  data[4] = 3;
+  data[4] = 4;
   assert.throws(() => Filter.fromBytes(data), (error) => {
     assert.ok(error instanceof NewerFormatVersionError && error instanceof BloomFormatError);
     assert.equal(error.status, "unsupported_version");
-    assert.equal(error.formatVersion, 3);
-    assert.equal(error.message, `invalid bloom value: unsupported bloom format version 3: newer than this client `
-      + `(pg-bloomfilter ${version} reads format versions 1 and 2): upgrade the Node client`);
+    assert.equal(error.formatVersion, 4);
+    assert.equal(error.message, `invalid bloom value: unsupported bloom format version 4: newer than this client `
+      + `(pg-bloomfilter ${version} reads format versions 1, 2, 3): upgrade the Node client`);
     return true;
   });
   data[4] = 0;
   assert.throws(() => Filter.fromBytes(data), (error) => !(error instanceof NewerFormatVersionError)
     && error.message === "invalid bloom value: unsupported bloom format version");
+});
+
+test("layered values (format version 3): layers, every key present, absent keys as the core answers", () => {
+  for (const spec of VECTORS.layered) {
+    const data = Buffer.from(spec.bytes, "hex");
+    const f = Filter.fromBytes(data);
+    const what = `${spec.capacity}@${spec.error_rate} x${spec.expansion}`;
+    assert.deepEqual([f.version, f.capacity, f.errorRate, f.expansion], [FORMAT_VERSION_LAYERED, spec.capacity, spec.error_rate, spec.expansion], what);
+    assert.deepEqual(f.layers.map((l) => [l.capacity, l.errorRate, l.hashes, l.blockLog2, l.blocks, l.offset]),
+      spec.layers.map((l) => [l.capacity, l.error_rate, l.hashes, l.block_log2, l.blocks, l.offset]), what);
+    assert.equal(f.inserted, BigInt(KEYS.length));
+    for (const key of KEYS) assert.ok(f.contains(key), `${what}: ${key}`);
+    assert.deepEqual(f.containsMany(KEYS), KEYS.map(() => true));
+    const absent = spec.absent.map(([key]) => key);
+    assert.deepEqual(absent.map((key) => f.contains(key)), spec.absent.map(([, answer]) => answer));
+    assert.deepEqual(f.containsMany(absent), spec.absent.map(([, answer]) => answer));
+    // Key i is in layer i % layers: with that layer's bits cleared, some of its keys are missed.
+    for (let n = 0; n < spec.layers.length; n++) {
+      const stripped = Buffer.from(data);
+      const start = spec.layers[n].offset + 36;
+      const end = n + 1 < spec.layers.length ? spec.layers[n + 1].offset : data.length;
+      stripped.fill(0, start, end);
+      const g = Filter.fromBytes(stripped);
+      const layerKeys = KEYS.filter((_, i) => i % spec.layers.length === n);
+      assert.ok(layerKeys.filter((key) => g.contains(key)).length < layerKeys.length, `${what}: layer ${n}`);
+    }
+    assert.ok(f.toBytes().equals(data));
+    assert.ok(Filter.fromText(f.toText()).equals(f));
+    assert.ok(f.copy().equals(f));
+    assert.equal(f.info().hashes, null);
+    for (const refused of [() => f.add("x"), () => f.addAll(["x"]), () => f.union(f), () => Filter.empty(10).union(f), () => f.positions("x")]) {
+      assert.throws(refused, /layered bloom value/);
+    }
+    assert.ok(f.toBytes().equals(data));
+  }
 });

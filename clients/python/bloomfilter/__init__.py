@@ -13,8 +13,9 @@ Citus distributed table, on the nodes holding its shards:
 bloomfilter.citus.CitusIndexFollower(coordinator, "users_email_bloom").
 """
 
-from ._core import (FORMAT_VERSIONS, Filter, Info, UnsupportedVersionError, __version__,
-                    accelerator, key_bytes, key_hash, shard_of)
+from ._core import (FORMAT_VERSION_LAYERED, FORMAT_VERSIONS, Filter, Info, LayeredFilter,
+                    UnsupportedVersionError, __version__, accelerator, key_bytes, key_hash,
+                    shard_of)
 
-__all__ = ["Filter", "Info", "shard_of", "key_bytes", "key_hash", "FORMAT_VERSIONS",
-           "UnsupportedVersionError", "accelerator", "__version__"]
+__all__ = ["Filter", "LayeredFilter", "Info", "shard_of", "key_bytes", "key_hash", "FORMAT_VERSIONS",
+           "FORMAT_VERSION_LAYERED", "UnsupportedVersionError", "accelerator", "__version__"]

@@ -25,8 +25,9 @@ if not hasattr(xxhash, "xxh3_128_intdigest"):
     raise ImportError("bloomfilter needs xxhash 2.0 or later (XXH3); this one is %s"
                       % getattr(xxhash, "VERSION", "older"))
 
-__all__ = ["Filter", "Info", "shard_of", "key_bytes", "key_hash", "FORMAT_VERSIONS",
-           "UnsupportedVersionError", "accelerator", "__version__"]
+__all__ = ["Filter", "LayeredFilter", "Info", "shard_of", "key_bytes", "key_hash",
+           "FORMAT_VERSIONS", "FORMAT_VERSION_LAYERED", "UnsupportedVersionError", "accelerator",
+           "__version__"]
 
 # The client's version (pyproject.toml's), named in the errors that ask to upgrade it.
 __version__ = "1.1.0"
@@ -35,6 +36,11 @@ DISTRIBUTION = "bloomfilter-postgresql"
 FORMAT_VERSION_1 = 1
 FORMAT_VERSION_2 = 2
 FORMAT_VERSIONS = (FORMAT_VERSION_1, FORMAT_VERSION_2)
+# A layered value: the layers of an index that grows, each a version 2 filter (LayeredFilter).
+FORMAT_VERSION_LAYERED = 3
+MAX_LAYERS = 32
+LAYER_MAX_HASHES = 8
+MAX_EXPANSION = 1024
 MAGIC = b"BLOM"
 HEADER_BYTES = 36
 MIN_BLOCK_LOG2 = 12
@@ -60,7 +66,10 @@ MESSAGES = {
     "inconsistent_sizing": "hashes or blocks in the header do not match capacity and error_rate",
     "bad_length": "the value's length does not match its number of blocks",
     "too_large": "the filter would exceed the 1 GB limit of a PostgreSQL value",
+    "bad_layer_count": "the layer count or expansion in the layered header is out of range",
+    "bad_layer": "a layer's header does not match its place in the layered value",
 }
+_LAYERED_HEADER = struct.Struct("<4sBBHIQdQ")  # magic, version, 0, layer_count, expansion, capacity, error_rate, inserted
 
 
 def _fin(z):
@@ -121,15 +130,101 @@ def _size(capacity, error_rate):
             raise too_large
         bits = max(bits, int(one_hash_bits))
     hashes = int(k)
-    wanted = 4096.0 * math.pow(float(hashes) / 7.0, 3.0)
-    log2 = MIN_BLOCK_LOG2
-    while log2 < MAX_BLOCK_LOG2 and float(1 << log2) < wanted and (1 << log2) < bits:
-        log2 += 1
+    log2 = _block_log2_for(hashes, bits)
     padded = int(math.ceil(float(bits) * 1.005))
     blocks = (padded + (1 << log2) - 1) >> log2
     if HEADER_BYTES + (blocks << (log2 - 3)) > MAX_ENCODED_BYTES:
         raise too_large
     return hashes, log2, blocks
+
+
+def _block_log2_for(hashes, bits):
+    """block_log2_for() of bloom.cpp."""
+    wanted = 4096.0 * math.pow(float(hashes) / 7.0, 3.0)
+    log2 = MIN_BLOCK_LOG2
+    while log2 < MAX_BLOCK_LOG2 and float(1 << log2) < wanted and (1 << log2) < bits:
+        log2 += 1
+    return log2
+
+
+def _size_capped(capacity, error_rate, max_hashes):
+    """size_filter_capped() of bloom.cpp: _size() with at most max_hashes hashes."""
+    hashes, log2, blocks = _size(capacity, error_rate)
+    if hashes <= max_hashes:
+        return hashes, log2, blocks
+    too_large = _SizingError("too_large", "too large")
+    k = float(max_hashes)
+    bits = -k * float(capacity) / math.log1p(-math.pow(error_rate, 1.0 / k))
+    bits = float(math.ceil(bits)) if math.isfinite(bits) else bits
+    if not (bits <= float(MAX_BITS)):
+        raise too_large
+    log2 = _block_log2_for(max_hashes, int(bits))
+    padded = math.ceil(bits * 1.005)
+    blocks = (int(padded) + (1 << log2) - 1) >> log2
+    if HEADER_BYTES + (blocks << (log2 - 3)) > MAX_ENCODED_BYTES:
+        raise too_large
+    return max_hashes, log2, blocks
+
+
+def layer_parameters(capacity, error_rate, expansion, n):
+    """layer_parameters() of bloom.cpp, layer n of a layered value: (capacity, error_rate,
+    hashes, block_log2, blocks), or _SizingError."""
+    layer_capacity = float(capacity)
+    for _ in range(n):
+        layer_capacity *= expansion
+    if layer_capacity > float(0x7FFFFFFFFFFFFFFF):
+        raise _SizingError("too_large", "too large")
+    layer_capacity = int(layer_capacity)
+    rate = math.ldexp(error_rate, -(n + 1))
+    if n == 0:
+        hashes, log2, blocks = _size(layer_capacity, rate)
+    else:
+        hashes, log2, blocks = _size_capped(layer_capacity, rate, LAYER_MAX_HASHES)
+    return layer_capacity, rate, hashes, log2, blocks
+
+
+def _refuse(status):
+    error = ValueError("invalid bloom value: " + MESSAGES[status])
+    error.status = status
+    raise error
+
+
+def read_layers(data):
+    """Checks a layered value as read_layers() in bloom.cpp does, in the same order; returns
+    (capacity, error_rate, expansion, inserted, [(offset, (capacity, error_rate, hashes,
+    block_log2, blocks)) per layer]) or raises ValueError with .status."""
+    if len(data) < HEADER_BYTES:
+        _refuse("truncated")
+    magic, version, zero, count, expansion, capacity, error_rate, inserted = \
+        _LAYERED_HEADER.unpack_from(data, 0)
+    if magic != MAGIC:
+        _refuse("bad_magic")
+    if version != FORMAT_VERSION_LAYERED or zero != 0:
+        _refuse("unsupported_version")
+    if count < 1 or count > MAX_LAYERS or expansion < 2 or expansion > MAX_EXPANSION:
+        _refuse("bad_layer_count")
+    if capacity < 1 or not (0.0 < error_rate < 1.0):
+        _refuse("bad_parameters")
+    layers = []
+    offset = HEADER_BYTES
+    for n in range(count):
+        try:
+            parameters = layer_parameters(capacity, error_rate, expansion, n)
+        except _SizingError as error:
+            _refuse("too_large" if error.status == "too_large" else "bad_parameters")
+        layers.append((offset, parameters))
+        offset += HEADER_BYTES + (parameters[4] << (parameters[3] - 3))
+        if offset > MAX_ENCODED_BYTES:
+            _refuse("too_large")
+    for at, (layer_capacity, rate, hashes, log2, blocks) in layers:
+        if at + HEADER_BYTES > len(data):
+            _refuse("bad_length")
+        expected = _HEADER.pack(MAGIC, FORMAT_VERSION_2, log2, hashes, blocks, layer_capacity, rate, 0)
+        if bytes(data[at:at + 28]) != expected[:28]:
+            _refuse("bad_layer")
+    if len(data) != offset:
+        _refuse("bad_length")
+    return capacity, error_rate, expansion, inserted, layers
 
 
 def key_bytes(key):
@@ -196,11 +291,16 @@ def read_header(data):
         _HEADER.unpack_from(data, 0)
     if magic != MAGIC:
         refuse("bad_magic")
-    if version > max(FORMAT_VERSIONS):
+    if version == FORMAT_VERSION_LAYERED:
+        error = ValueError("a layered bloom value (format version 3) is not one filter: "
+                           "Filter.from_bytes reads it as a LayeredFilter")
+        error.status = "layered"
+        raise error
+    if version > FORMAT_VERSION_LAYERED:
         error = UnsupportedVersionError(
             "invalid bloom value: %s %d, newer than this client (%s %s reads versions %s): "
             "upgrade the Python client" % (MESSAGES["unsupported_version"], version, DISTRIBUTION,
-                                           __version__, " and ".join(map(str, FORMAT_VERSIONS))))
+                                           __version__, "1, 2 and 3"))
         error.status, error.version = "unsupported_version", version
         raise error
     if version not in FORMAT_VERSIONS:
@@ -292,7 +392,15 @@ class Filter:
         the server's reason, for anything the server would refuse."""
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError("from_bytes takes bytes, not %s" % type(data).__name__)
-        return cls(bytes(data))
+        return cls._of(bytes(data))
+
+    @classmethod
+    def _of(cls, data):
+        # A layered value (format version 3, what bloom_index_filter gives for an index that
+        # grows) is a LayeredFilter.
+        if cls is Filter and len(data) >= HEADER_BYTES and data[:4] == MAGIC and data[4] == FORMAT_VERSION_LAYERED:
+            return LayeredFilter(data)
+        return cls(data)
 
     @classmethod
     def from_text(cls, text):
@@ -307,7 +415,7 @@ class Filter:
             data = None
         if data is None:
             raise ValueError("invalid bloom text: expected \\x followed by an even number of hex digits")
-        return cls(data)
+        return cls._of(data)
 
     @classmethod
     def empty(cls, capacity, error_rate=0.01, version=FORMAT_VERSION_2):
@@ -569,6 +677,131 @@ def accelerator():
     """What Filter.contains_many computes its batches with: "numpy" when NumPy is importable
     (pip's extra "fast", Debian's python3-numpy), None for pure Python (about half as fast)."""
     return None if _vector is None else "numpy"
+
+
+class LayeredFilter(Filter):
+    """A layered value (format version 3): the layers of a bloomfilter index that grows, each a
+    version 2 filter, as bloom_index_filter gives it (docs/format.md, "Layered values").
+    Filter.from_bytes returns one for such a value.
+
+    `key in f` / `f.contains(key)`: False when no layer holds the key (it was certainly never
+    added), True when one probably does. It is read, not written: add(), update() and union()
+    raise ValueError, as the server's bloom_add and bloom_union refuse a layered value.
+    """
+
+    __slots__ = ("expansion", "layers", "_offsets")
+
+    def __init__(self, data):
+        """Takes a layered value (validated): use Filter.from_bytes()."""
+        capacity, error_rate, expansion, _, layers = read_layers(data)
+        self._data = bytearray(data)
+        self.version = FORMAT_VERSION_LAYERED
+        self.capacity, self.error_rate, self.expansion = capacity, error_rate, expansion
+        # No one number: each layer has its own (layers).
+        self.hashes = self.block_log2 = self.blocks = None
+        self._block_bytes = self._shift = self._bit_mask = self._multipliers = None
+        # Each layer's (capacity, error_rate, hashes, block_log2, blocks).
+        self.layers = tuple(parameters for _, parameters in layers)
+        self._offsets = tuple(offset for offset, _ in layers)
+        self.contains = self._compile_contains()
+        self._batch = None
+
+    def _compile_contains(self):
+        """One function checking every layer, the newest first, each unrolled as
+        Filter._compile_contains unrolls one filter's, over the value's bytes (which a follower
+        updates in place)."""
+        namespace = {"_xxh": xxhash.xxh3_64_intdigest, "_key_bytes": key_bytes, "_d": self._data}
+        lines = ["def contains(key):",
+                 "    h = _xxh(key if key.__class__ is str else _key_bytes(key))"]
+        for n in reversed(range(len(self.layers))):
+            _, _, hashes, log2, blocks = self.layers[n]
+            tables = _bit_tables(log2)
+            if tables is None:
+                test = "        if not (_d[b + (p >> 3)] >> (p & 7)) & 1: break"
+            else:
+                namespace["_byte%d" % log2], namespace["_bit%d" % log2] = tables
+                test = "        if not _d[b + _byte%d[p]] & _bit%d[p]: break" % (log2, log2)
+            lines.append("    while True:  # layer %d" % n)
+            lines.append("        b = %d + ((h * %d) >> 64) * %d"
+                         % (self._offsets[n] + HEADER_BYTES, blocks, 1 << (log2 - 3)))
+            for i in range(hashes):
+                lines.append("        p = (h * %d >> %d) & %d" % (position_multiplier(i), 64 - log2,
+                                                                 (1 << log2) - 1))
+                lines.append(test)
+            lines.append("        return True")
+        lines.append("    return False")
+        exec("\n".join(lines), namespace)
+        contains = namespace["contains"]
+        contains.__doc__ = "False: no layer holds `key` (it was certainly never added); True: one probably does."
+        return contains
+
+    def contains_many(self, keys):
+        """[f.contains(key) for key in keys]."""
+        contains = self.contains
+        return [contains(key) for key in keys]
+
+    def _refuse(self, what):
+        raise ValueError("%s does not take a layered bloom value (format version 3): it holds the "
+                         "layers of an index that grows, which are read, not added to" % what)
+
+    def add(self, key):
+        self._refuse("add")
+
+    def update(self, keys):
+        self._refuse("update")
+
+    def union(self, other):
+        self._refuse("union")
+
+    __or__ = union
+
+    def positions(self, key):
+        self._refuse("positions")
+
+    def info(self):
+        """SQL's bloom_info of a layered value: capacity and bits summed over the layers, hashes
+        None, inserted and bits_set of the whole, estimated_count summed, estimated_error_rate
+        the rate of a key absent from every layer (1 - prod(1 - r_i))."""
+        capacity = bits = bits_set = 0
+        count_sum = 0.0
+        absent = 1.0
+        for offset, (layer_capacity, _, hashes, log2, blocks) in zip(self._offsets, self.layers):
+            layer_set, layer_count, layer_error = _block_estimates(
+                self._data, offset + HEADER_BYTES, hashes, log2, 0, blocks)
+            capacity += layer_capacity
+            bits += blocks << log2
+            bits_set += layer_set
+            count_sum += layer_count
+            absent *= 1.0 - layer_error / blocks
+        return Info(min(capacity, 0x7FFFFFFFFFFFFFFF), self.error_rate, bits, None,
+                    len(self._data) + 4, self.inserted, bits_set, bits_set / float(bits), count_sum,
+                    1.0 - absent)
+
+    def copy(self):
+        return LayeredFilter(bytes(self._data))
+
+    def __repr__(self):
+        return "<bloomfilter.LayeredFilter capacity=%d error_rate=%r expansion=%d layers=%d>" % (
+            self.capacity, self.error_rate, self.expansion, len(self.layers))
+
+
+def _block_estimates(data, start, hashes, block_log2, first, last):
+    """Filter._block_estimates over the blocks of a filter whose bits begin at `start`."""
+    block_bytes = 1 << (block_log2 - 3)
+    block_bits = float(1 << block_log2)
+    full = 1 << block_log2
+    k = float(hashes)
+    bits_set = 0
+    error_sum = 0.0
+    count_sum = 0.0
+    for b in range(first, last):
+        at = start + b * block_bytes
+        set_bits = int.from_bytes(data[at:at + block_bytes], "little").bit_count()
+        bits_set += set_bits
+        fill = set_bits / block_bits
+        error_sum += math.pow(fill, k)
+        count_sum += math.inf if set_bits == full else -(block_bits / k) * math.log1p(-fill)
+    return bits_set, count_sum, error_sum
 
 
 def filter_from_value(value, cls, what):

@@ -10,7 +10,9 @@ The follower loads bloom_index_filter(index) once, then asks bloom_index_changes
 every `interval` seconds (in a background thread, or when refresh() is called): one query,
 whose first row is the filter's header and the others the pages of bits changed since the
 last refresh; after a reconnection, the whole filter again. Every row committed before the start
-of the last successful refresh is found; `lag` says how long ago that was.
+of the last successful refresh is found; `lag` says how long ago that was. An index that grows
+(WITH (expansion = N)) is followed the same way: its filter is a LayeredFilter, and a header
+with another number of layers than the copy's has it read whole again.
 
 It works with a psycopg (3) or psycopg2 connection, or a conninfo string, and needs only
 SELECT on the indexed column (as bloom_index_contains does), and the extension at version
@@ -43,7 +45,7 @@ import time
 import uuid
 import weakref
 
-from ._core import DISTRIBUTION, HEADER_BYTES, Filter, __version__
+from ._core import DISTRIBUTION, HEADER_BYTES, Filter, LayeredFilter, __version__
 
 __all__ = ["IndexFollower", "MultiIndexFollower", "ShardedIndexFollower", "UnsupportedIndexError",
            "ExtensionVersionError", "SessionChangedError", "EVENTS", "MIN_EXTENSION_VERSION"]
@@ -394,7 +396,8 @@ class _Index:
 
     @property
     def filter(self):
-        """The current copy, a bloomfilter.Filter (format version 2)."""
+        """The current copy, a bloomfilter.Filter (format version 2), or for an index that grows
+        (WITH (expansion = N)) a bloomfilter.LayeredFilter (format version 3)."""
         return self._state[0]
 
     @property
@@ -506,7 +509,9 @@ class _Index:
                                "capacity": f.capacity, "error_rate": f.error_rate})
 
     def _capacity_due(self):
-        if self._state is None:
+        # An index that grows (a LayeredFilter) adds a layer when one is full: no capacity to
+        # pass.
+        if self._state is None or isinstance(self._state[0], LayeredFilter):
             return False
         if self._capacity_checked_at is None:
             return True

@@ -112,3 +112,44 @@ def test_operations():
     with pytest.raises(ValueError, match="shards must be between"):
         shard_of("x", 0)
     assert bloomfilter.__version__
+
+
+@pytest.mark.parametrize("spec", VECTORS["layered"],
+                         ids=lambda s: "%d@%g-x%d-%d-layers" % (s["capacity"], s["error_rate"], s["expansion"],
+                                                                 len(s["layers"])))
+def test_layered(spec):
+    """A layered value (format version 3) as the core writes it: its layers where the core
+    puts them, every key of every layer present, the absent keys answered as the core answers,
+    and nothing that would write it."""
+    data = bytes.fromhex(spec["bytes"])
+    f = Filter.from_bytes(data)
+    assert isinstance(f, bloomfilter.LayeredFilter) and isinstance(f, Filter)
+    assert (f.version, f.capacity, f.error_rate, f.expansion) == (
+        3, spec["capacity"], spec["error_rate"], spec["expansion"])
+    assert [layer[:5] for layer in f.layers] == [
+        (l["capacity"], l["error_rate"], l["hashes"], l["block_log2"], l["blocks"]) for l in spec["layers"]]
+    assert list(f._offsets) == [l["offset"] for l in spec["layers"]]
+    assert f.inserted == len(KEYS)
+    assert all(key in f for key in KEYS)
+    assert f.contains_many(KEYS) == [True] * len(KEYS)
+    absent = [key for key, _ in spec["absent"]]
+    assert [f.contains(key) for key in absent] == [answer for _, answer in spec["absent"]]
+    assert f.contains_many(absent) == [answer for _, answer in spec["absent"]]
+    # Each key is in the layer i % layers: an empty copy of that layer alone misses it.
+    for n in range(len(spec["layers"])):
+        stripped = bytearray(data)
+        start = spec["layers"][n]["offset"] + 36
+        end = spec["layers"][n + 1]["offset"] if n + 1 < len(spec["layers"]) else len(data)
+        stripped[start:end] = bytes(end - start)
+        g = Filter.from_bytes(bytes(stripped))
+        layer_keys = KEYS[n::len(spec["layers"])]
+        assert sum(g.contains(key) for key in layer_keys) < len(layer_keys)
+    assert f.to_bytes() == data and Filter.from_text(f.to_text()) == f
+    assert f.copy() == f and f.info().hashes is None
+    for refused in (lambda: f.add("x"), lambda: f.update(["x"]), lambda: f.union(f), lambda: f | f,
+                    lambda: f.positions("x")):
+        with pytest.raises(ValueError, match="layered bloom value"):
+            refused()
+    assert f.to_bytes() == data
+    with pytest.raises(ValueError, match="layered"):
+        Filter(data)

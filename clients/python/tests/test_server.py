@@ -196,6 +196,17 @@ def test_malformed_refused_as_the_server_refuses(conn):
     rng = random.Random(11)
     bases = [Filter.empty(10, 0.01).to_bytes(), Filter.empty(1000, 0.001, version=1).to_bytes(),
              Filter.empty(3, 0.9).to_bytes()]
+    # A layered value (format version 3): its header and its layers' headers.
+    layered = bytes.fromhex(json.load(open(golden, encoding="utf-8"))["layered"][0]["bytes"])
+    for i in range(300):
+        data = bytearray(layered)
+        for _ in range(rng.randint(1, 3)):
+            position = rng.choice([rng.randrange(36), 36 + rng.randrange(36), 36 + 548 + rng.randrange(36)])
+            data[position] = rng.choice([0, 1, 2, 3, 0xff, data[position] ^ (1 << rng.randrange(8)),
+                                         (data[position] + 1) & 0xff, (data[position] - 1) & 0xff])
+        if rng.random() < 0.1:
+            data = data[:rng.randrange(len(data) + 1)] if rng.random() < 0.5 else data + b"\0"
+        cases.append(("layered mutation %d" % i, bytes(data)))
     for i in range(600):
         data = bytearray(rng.choice(bases))
         for _ in range(rng.randint(1, 3)):

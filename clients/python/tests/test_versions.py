@@ -30,7 +30,7 @@ def test_client_version_is_the_package_version():
     assert tuple(map(int, declared.split("."))) >= (1, 1, 0)
 
 
-@pytest.mark.parametrize("version", [3, 255])
+@pytest.mark.parametrize("version", [4, 255])
 def test_a_newer_format_version_asks_to_upgrade_the_client(version):
     data = with_version(Filter.empty(1000, 0.01).to_bytes(), version)
     for read in (lambda: Filter.from_bytes(data), lambda: Filter.from_text("\\x" + data.hex())):
@@ -38,7 +38,7 @@ def test_a_newer_format_version_asks_to_upgrade_the_client(version):
             read()
         message = str(raised.value)
         assert "format version %d, newer than this client" % version in message
-        assert "bloomfilter-postgresql %s reads versions 1 and 2" % bloomfilter.__version__ in message
+        assert "bloomfilter-postgresql %s reads versions 1, 2 and 3" % bloomfilter.__version__ in message
         assert message.endswith("upgrade the Python client")
         assert "unsupported bloom format version" in message  # the server's reason, as before
         assert isinstance(raised.value, ValueError)
@@ -77,9 +77,9 @@ def test_followers_expose_the_extension_version(conn, dsn):
 @pytest.mark.server
 def test_a_follower_given_a_newer_format_asks_to_upgrade_the_client(conn, dsn, monkeypatch):
     index = make_index(conn)
-    # The server sends a filter of format version 3 (as a newer extension would).
+    # The server sends a filter of format version 4 (as a newer extension would).
     monkeypatch.setattr(follow_module, "_LOAD", "SELECT overlay(bloom_index_filter(%s::oid::regclass)::bytea "
-                                                "PLACING '\\x03'::bytea FROM 5), pg_backend_pid()")
+                                                "PLACING '\\x04'::bytea FROM 5), pg_backend_pid()")
     with pytest.raises(UnsupportedVersionError, match="upgrade the Python client"):
         IndexFollower(dsn, index, background=False)
 
