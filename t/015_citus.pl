@@ -1,12 +1,12 @@
 # The index functions on Citus (distributed PostgreSQL): a coordinator and two workers, users
 # distributed by email in 8 shards, 10,000 emails, CREATE INDEX users_email_bloom ... USING
 # bloomfilter on the coordinator (Citus creates it on every shard, as users_email_bloom_<shard id>).
-#   1. On the coordinator the index is the empty shell table's: bloom_index_contains (text and
-#      regclass), bloom_index_contains_key, bloom_index_filter, bloom_index_changes,
-#      bloom_index_info and bloom_index_verify refuse it with 0A000 naming a Citus table, never
-#      answer from the shell ("absent" for every registered email); so do they for the index of a
-#      reference table and of a Citus local table, and for the shell's index on a worker (Citus
-#      syncs its metadata there).
+#   1. On the coordinator the index is the empty shell table's: bloom_index_filter,
+#      bloom_index_changes, bloom_index_info and bloom_index_verify refuse it with 0A000 naming a
+#      Citus table, never answer from the shell ("absent" for every registered email); so do they
+#      for the index of a reference table and of a Citus local table, and for the shell's index on
+#      a worker (Citus syncs its metadata there). bloom_index_contains (text and regclass) and
+#      bloom_index_contains_key answer from the shards' indexes there (8 tests them).
 #   2. On the workers each shard's own index is an ordinary index: for 1,000 registered emails,
 #      the index of the shard that holds the email (get_shard_id_for_distribution_column, placed
 #      through citus_shards) answers true, and bloom_index_verify checks each shard's rows.
@@ -71,6 +71,12 @@ sub try_sql {
 	return ($code // 'none', $stdout, $stderr);
 }
 
+# SQL's output on NODE, or "SQLSTATE: error" (a test fails there rather than dies).
+sub answer {
+	my ($code, $stdout, $stderr) = try_sql(@_);
+	return $code eq 'none' ? $stdout : "$code: $stderr";
+}
+
 $_->safe_psql('postgres', 'CREATE EXTENSION citus') for $coordinator, @workers;
 $coordinator->safe_psql('postgres', "SELECT citus_set_coordinator_host('127.0.0.1', " . $coordinator->port . ')');
 $coordinator->safe_psql('postgres', "SELECT citus_add_node('127.0.0.1', " . $_->port . ')') for @workers;
@@ -128,9 +134,6 @@ for my $w (@workers) {
 note('1. the index functions on the index of a Citus table');
 # Each call, and what a call answering from the empty shell would return.
 my @calls = (
-	[ q{SELECT bloom_index_contains('users_email_bloom', 'user7@mail.com')}, 'bloom_index_contains(text, ...)' ],
-	[ q{SELECT bloom_index_contains('users_email_bloom'::regclass, 'user7@mail.com')}, 'bloom_index_contains(regclass, ...)' ],
-	[ q{SELECT bloom_index_contains_key('users_email_bloom', 'user7@mail.com')}, 'bloom_index_contains_key' ],
 	[ q{SELECT bloom_info(bloom_index_filter('users_email_bloom'))}, 'bloom_index_filter' ],
 	[ q{SELECT count(*) FROM bloom_index_changes('users_email_bloom', '0/0')}, 'bloom_index_changes' ],
 	[ q{SELECT * FROM bloom_index_info('users_email_bloom')}, 'bloom_index_info' ],
@@ -149,8 +152,20 @@ sub refused {
 refused($coordinator, @$_, 'users') for @calls;
 for my $table ([ 'domains', 'domains_name_bloom', 'mail.com', 'reference' ], [ 'blocked', 'blocked_email_bloom', 'user7@mail.com', 'Citus local' ]) {
 	my ($name, $index, $key, $kind) = @$table;
-	refused($coordinator, "SELECT bloom_index_contains('$index', '$key')", "bloom_index_contains ($kind table)", $name);
 	refused($coordinator, "SELECT bloom_index_verify('$index')", "bloom_index_verify ($kind table)", $name);
+	is(answer($coordinator, "SELECT bloom_index_contains('$index', '$key')"), 't',
+		"coordinator: bloom_index_contains on the index of the $kind table answers from its shard: true for '$key'");
+}
+# The checks answer from the shards' indexes, on the coordinator and on a worker (its shell).
+for my $call ([ q{bloom_index_contains('users_email_bloom', %s)}, 'bloom_index_contains(text, ...)' ],
+		[ q{bloom_index_contains('users_email_bloom'::regclass, %s)}, 'bloom_index_contains(regclass, ...)' ],
+		[ q{bloom_index_contains_key('users_email_bloom', %s)}, 'bloom_index_contains_key' ]) {
+	my ($expression, $what) = @$call;
+	for my $node ($coordinator, $workers[0]) {
+		is(answer($node, sprintf("SELECT %s, %s", sprintf($expression, q{'user7@mail.com'}),
+				sprintf($expression, q{'never-registered@example.org'}))), 't|f',
+			$node->name . ": $what on the shell's index answers from the shards: true for a registered email, false for another");
+	}
 }
 # The coordinator holds a shard of each (it is in the metadata, group 0): their indexes answer.
 for my $table ([ 'domains', 'domains_name_bloom', 'mail.com', 'reference' ], [ 'blocked', 'blocked_email_bloom', 'user7@mail.com', 'Citus local' ]) {
@@ -162,7 +177,7 @@ for my $table ([ 'domains', 'domains_name_bloom', 'mail.com', 'reference' ], [ '
 }
 # Citus syncs its metadata to the workers: they have the shell table and its index too.
 refused($workers[0], $calls[0][0], $calls[0][1], 'users');
-refused($workers[0], "SELECT bloom_index_contains('domains_name_bloom', 'mail.com')", 'bloom_index_contains (reference table)', 'domains');
+refused($workers[0], "SELECT bloom_index_verify('domains_name_bloom')", 'bloom_index_verify (reference table)', 'domains');
 
 ###############################################################################################
 note("2. each shard's own index, on its worker");
@@ -473,6 +488,125 @@ SKIP: {
 		"python3 -m pytest clients/python/tests/test_citus.py: CitusIndexFollower finds every row, through a shard move ($passed passed)")
 		or diag("$out\n$err");
 }
+
+###############################################################################################
+note('8. bloom_index_contains on the coordinator: an index of a column other than the distribution column');
+# members is distributed by id: an email may be in any shard. The coordinator's check sends one
+# statement to each node holding shards (Citus's master_run_on_worker, a connection of its own,
+# as the calling role), which checks that node's shards' indexes; the answer is their union.
+# Keys that quoting must carry intact: a quote, backslashes, format()'s %s, dollar quotes,
+# non-ASCII.
+my $members = 10_000;
+my @odd = (q{o'brien@mail.com}, q{back\slash\\@mail.com}, q{%s%1$s%%@mail.com}, q{$$x$$@mail.com}, "caf\xc3\xa9\@mail.com");
+my $odd_values = join(', ', map { "(\$odd\$$_\$odd\$)" } @odd);
+$coordinator->safe_psql('postgres', qq{
+	CREATE TABLE members (id bigserial, email text NOT NULL, token bytea NOT NULL, code bigint NOT NULL);
+	SELECT create_distributed_table('members', 'id', shard_count => $shards);
+	INSERT INTO members (email, token, code)
+		SELECT 'member' || i || '\@mail.com', pg_catalog.sha256(i::text::bytea), i * 7 FROM generate_series(1, $members) i;
+	INSERT INTO members (email, token, code) SELECT e, pg_catalog.convert_to(e, 'UTF8'), 0 FROM (VALUES $odd_values) v(e);
+	CREATE INDEX members_email_bloom ON members USING bloomfilter (email) WITH (capacity = 100000);
+	CREATE INDEX members_token_bloom ON members USING bloomfilter (token) WITH (capacity = 100000);
+	CREATE INDEX members_code_bloom ON members USING bloomfilter (code) WITH (capacity = 100000);
+	GRANT SELECT (email) ON members TO reader;
+});
+my %member_nodes = map { ($_ => 1) } split /\n/, $coordinator->safe_psql('postgres',
+	q{SELECT DISTINCT nodeport FROM citus_shards WHERE table_name = 'members'::regclass});
+is(scalar keys %member_nodes, 2, "members' $shards shards are on both workers");
+
+# member_checks(SQL_EXPRESSION_OF_e, VALUES, USER): how many of the values the expression, one
+# call each, answers true, false and NULL for, as "T true, F false, N null", run on the coordinator.
+sub member_checks {
+	my ($expression, $values, $user) = @_;
+	my ($code, $stdout, $stderr) = try_sql($coordinator, qq{
+		SELECT count(*) FILTER (WHERE r) || ' true, ' || count(*) FILTER (WHERE NOT r) || ' false, '
+			|| count(*) FILTER (WHERE r IS NULL) || ' null'
+		FROM (SELECT $expression AS r FROM unnest($values) e) c}, $user);
+	return $code eq 'none' ? $stdout : "$code: $stderr";
+}
+my $registered_members = 'ARRAY[' . join(',', map { "'member$_\@mail.com'" } map { 1 + 37 * $_ } 0 .. 199) . ']';
+my $unregistered_members = 'ARRAY[' . join(',', map { "'stranger$_\@example.org'" } 1 .. 200) . ']';
+is(member_checks(q{bloom_index_contains('members_email_bloom', e)}, $registered_members), '200 true, 0 false, 0 null',
+	'coordinator: bloom_index_contains on the email index of members (distributed by id) answers true for 200 registered emails, in all shards');
+my ($absent) = member_checks(q{bloom_index_contains('members_email_bloom', e)}, $unregistered_members) =~ /(\d+) false/;
+cmp_ok($absent // 0, '>=', 195, "coordinator: and false for nearly all of 200 never registered (${\ ($absent // 'none') } false)");
+is(member_checks(q{bloom_index_contains_key('members_email_bloom'::regclass, e)}, $registered_members), '200 true, 0 false, 0 null',
+	'coordinator: bloom_index_contains_key (regclass) likewise');
+is(member_checks(q{bloom_index_contains('members_email_bloom', e)}, 'ARRAY[' . join(',', map { "\$odd\$$_\$odd\$" } @odd) . ']'),
+	scalar(@odd) . ' true, 0 false, 0 null', 'coordinator: emails with a quote, backslashes, %s, $$ and non-ASCII are found');
+is(member_checks(q{bloom_index_contains('members_token_bloom', e)}, 'ARRAY(SELECT pg_catalog.sha256(i::text::bytea) FROM generate_series(1, 100) i)'),
+	'100 true, 0 false, 0 null', 'coordinator: a bytea index of members: 100 registered tokens found');
+is(member_checks(q{bloom_index_contains('members_code_bloom', e)}, 'ARRAY(SELECT i * 7 FROM generate_series(1, 100) i)'),
+	'100 true, 0 false, 0 null', 'coordinator: a bigint index of members: 100 registered codes found');
+is(member_checks(q{bloom_index_contains('members_email_bloom', e)}, $registered_members, 'reader'), '200 true, 0 false, 0 null',
+	'coordinator, as a role with SELECT on members.email only: the 200 registered emails are found');
+
+# The caller's own uncommitted insert, made through the coordinator, is seen: the index's bits are
+# set when the row is inserted, and the nodes' connections read the same pages.
+is(answer($coordinator, q{BEGIN;
+		INSERT INTO members (email, token, code) VALUES ('late@example.org', '\x00', 0);
+		SELECT bloom_index_contains('members_email_bloom', 'late@example.org');
+		ROLLBACK;}), 't', 'coordinator: a check sees the email its own transaction inserted, uncommitted');
+# A transaction that locked the table exclusively would make the nodes' connections wait for it.
+($code, $stdout, $stderr) = try_sql($coordinator, q{BEGIN; TRUNCATE members;
+		SELECT bloom_index_contains('members_email_bloom', 'member1@mail.com'); ROLLBACK;});
+is($code, '55006', 'coordinator: a check in a transaction that truncated the table is refused (55006), never left waiting');
+# Privileges: checked on the coordinator, and as the calling role on the nodes.
+($code, $stdout, $stderr) = try_sql($coordinator, q{SELECT bloom_index_contains('members_email_bloom', 'member1@mail.com')}, 'outsider');
+is($code, '42501', 'coordinator, as a role without SELECT on members: refused (42501)');
+my ($revoked_shard, $revoked_port) = split /\|/, $coordinator->safe_psql('postgres',
+	q{SELECT shardid, nodeport FROM citus_shards WHERE table_name = 'members'::regclass ORDER BY shardid LIMIT 1});
+my ($revoked_node) = grep { $_->port == $revoked_port } @workers;
+$revoked_node->safe_psql('postgres', "REVOKE SELECT (email) ON members_$revoked_shard FROM reader");
+($code, $stdout, $stderr) = try_sql($coordinator, q{SELECT bloom_index_contains('members_email_bloom', 'member1@mail.com')}, 'reader');
+is($code, '38000', 'coordinator: a shard whose node does not let the caller read it: the check fails (38000)');
+like($stderr, qr/could not check the shards of index "members_email_bloom" on node 127\.0\.0\.1:$revoked_port.*permission denied for table members_$revoked_shard/s,
+	"the node checks as the calling role: permission denied for table members_$revoked_shard");
+$revoked_node->safe_psql('postgres', "GRANT SELECT (email) ON members_$revoked_shard TO reader");
+# Names: the index's name is resolved on the coordinator; a name that is not one is an error.
+($code) = try_sql($coordinator, q{SELECT bloom_index_contains('members_email_bloom''; SELECT 1; --', 'x')});
+isnt($code, 'none', "coordinator: an index name with SQL in it resolves to nothing: an error ($code)");
+
+# A shard moved while 4 writers insert and a reader checks registered emails.
+my $member_shard = $coordinator->safe_psql('postgres',
+	q{SELECT shardid FROM citus_shards WHERE table_name = 'members'::regclass ORDER BY shardid LIMIT 1 OFFSET 1});
+my $member_port = $coordinator->safe_psql('postgres', "SELECT nodeport FROM citus_shards WHERE shardid = $member_shard");
+my ($member_from) = grep { $_->port == $member_port } @workers;
+my ($member_to) = grep { $_ != $member_from } @workers;
+PostgreSQL::Test::Utils::append_to_file("$dir/member_insert.sql", q{\set n random(1, 1000000000)
+INSERT INTO members (email, token, code) VALUES ('joined' || :client_id || '.' || :n || '@mail.com', '\x00', 0);
+});
+PostgreSQL::Test::Utils::append_to_file("$dir/member_check.sql", q{\set n random(1, 10000)
+SELECT bloom_index_contains('members_email_bloom', 'member' || :n || '@mail.com') AS taken \gset
+\if :taken
+\else
+SELECT 'false negative for member' || :n || '@mail.com' AS error, 1 / 0;
+\endif
+});
+$writers = start_pgbench($coordinator, 'postgres', '-c', $writes, '-t', $per_writer, '-R', 400, '-f', "$dir/member_insert.sql");
+$reader = start_pgbench($coordinator, 'postgres', '-c', 1, '-t', 150, '-R', 40, '-f', "$dir/member_check.sql");
+my $joined = q{SELECT count(*) FROM members WHERE email LIKE 'joined%'};
+$coordinator->poll_query_until('postgres', "SELECT ($joined) >= 100") or die 'the writers do not write';
+$before = $coordinator->safe_psql('postgres', $joined);
+$coordinator->safe_psql('postgres', "SELECT citus_move_shard_placement($member_shard, '127.0.0.1', ${\ $member_from->port }, "
+	. "'127.0.0.1', ${\ $member_to->port }, shard_transfer_mode := 'block_writes')");
+$after = $coordinator->safe_psql('postgres', $joined);
+note("moved shard $member_shard of members from ${\ $member_from->name } to ${\ $member_to->name }; joined emails: $before before, $after after");
+cmp_ok($after, '<', $total, "the move of members' shard ended while the writers were writing ($before, then $after, of $total)");
+($ok, $out, $err) = finish_pgbench($writers);
+ok($ok && $out =~ m{actually processed: $total/$total} && $out =~ /number of failed transactions: 0 /,
+	"$writes writers into members: each insert committed ($total)") or diag("$out\n$err");
+($ok, $out, $err) = finish_pgbench($reader);
+ok($ok && $out =~ m{actually processed: 150/150}, 'a reader during the move: 150 checks of registered emails on the coordinator, all true, no error')
+	or diag("$out\n$err");
+is($coordinator->safe_psql('postgres', "SELECT nodeport FROM citus_shards WHERE shardid = $member_shard"), $member_to->port,
+	"members' shard $member_shard is on " . $member_to->name);
+$coordinator->safe_psql('postgres', 'CALL citus_cleanup_orphaned_resources()');
+my $joined_emails = 'ARRAY(SELECT email FROM members WHERE email LIKE $$joined%$$)';
+is(member_checks(q{bloom_index_contains('members_email_bloom', e)}, $joined_emails), "$total true, 0 false, 0 null",
+	"coordinator, after the move and the cleanup: each of the $total emails the writers inserted is found");
+is(member_checks(q{bloom_index_contains('members_email_bloom', e)}, $registered_members), '200 true, 0 false, 0 null',
+	'coordinator, after the move: the 200 registered emails are found');
 
 $_->stop for $coordinator, @workers;
 done_testing();

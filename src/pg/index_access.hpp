@@ -103,6 +103,12 @@ void check_may_read(Relation index, const IndexCheck *check, const char *functio
 void check_may_read_shards(Relation index, const IndexCheck *check, const char *function);
 // Whether the table is a Citus distributed, reference or local table (its rows in shards).
 bool citus_table(Oid heap_oid);
+// A check of a Citus table's index against its shards' indexes, each read on its node by
+// `function` (the caller's: bloom_index_contains or bloom_index_contains_key, function_oid) as
+// the caller: present when one says so, null when each gives NULL (an expression index).
+enum class ShardAnswer { absent, present, null };
+ShardAnswer shards_contain(Relation index, Oid heap_oid, Oid function_oid, const char *function,
+                           Datum value, Oid value_type);
 // Whether the caller has the table owner's privileges (is the owner, a member of it, or a
 // superuser): the owner's code may then run as the owner on its behalf.
 bool has_owner_privileges(Oid heap_owner);

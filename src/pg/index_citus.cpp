@@ -1,13 +1,20 @@
-// bloom_index_shards: where the rows of a Citus table's bloomfilter index are. Citus creates the
-// index on each shard of the table (named by shard_name()), on the nodes that hold the shard's
-// placements; the coordinator's index is the shell table's and holds nothing. A reader of the
-// index (a follower) reads the shards' indexes on their nodes, and a key is present when one of
-// them says so.
+// A Citus table's bloomfilter index: where its shards' indexes are (bloom_index_shards), and the
+// check of a key against all of them (shards_contain). Citus creates the index on each shard of
+// the table (named by shard_name()), on the nodes that hold the shard's placements; the
+// coordinator's index is the shell table's and holds nothing. A key is present when one of the
+// shards' indexes says so.
 #include "index_access.hpp"
 
 extern "C" {
+#include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
+#include "lib/stringinfo.h"
+#include "storage/lmgr.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/regproc.h"
 }
 
@@ -30,7 +37,175 @@ const char *const kShardsQuery =
     "AND p.shardstate OPERATOR(pg_catalog.=) 1 "
     "ORDER BY s.shardid, n.nodename, n.nodeport";
 
+// One active placement of each shard of the table $2, the one on this node first, and the
+// qualified name of the shard's index ($1), always with its schema (shard_name's third
+// argument): the name is resolved on the node, in the search_path of Citus's connection.
+// A shard with no active placement gives a row with a null node: its rows are nowhere to ask.
+const char *const kPlacementsQuery =
+    "SELECT DISTINCT ON (s.shardid) s.shardid, pg_catalog.shard_name($1, s.shardid, false), "
+    "n.nodename, n.nodeport "
+    "FROM pg_catalog.pg_dist_shard s "
+    "LEFT JOIN (pg_catalog.pg_dist_placement p "
+    "JOIN pg_catalog.pg_dist_node n ON n.groupid OPERATOR(pg_catalog.=) p.groupid "
+    "AND n.isactive AND n.noderole OPERATOR(pg_catalog.=) 'primary' "
+    "AND p.shardstate OPERATOR(pg_catalog.=) 1) ON p.shardid OPERATOR(pg_catalog.=) s.shardid "
+    "WHERE s.logicalrelid OPERATOR(pg_catalog.=) $2 "
+    "ORDER BY s.shardid, p.groupid OPERATOR(pg_catalog.=) "
+    "(SELECT groupid FROM pg_catalog.pg_dist_local_group) DESC, n.nodename, n.nodeport";
+
+// Citus's own runner: a new connection to each node, as the current user, in parallel, one
+// command each, and each command's single value (or its error) as text.
+const char *const kRunQuery =
+    "SELECT node_name, node_port, success, result "
+    "FROM pg_catalog.master_run_on_worker($1, $2, $3, true)";
+
+struct NodeCommand {
+    char *name;
+    int32 port;
+    StringInfoData indexes;  // quoted names of its shards' indexes, comma-separated
+};
+
 }  // namespace
+
+namespace bloomfilter {
+
+// On each node holding shards of the index's table, one statement, run as the caller by Citus
+// on a connection of its own: the function the caller called, on the regclass of each of the
+// node's shard indexes, with the caller's value, or'ed. The value and the names travel as
+// quoted literals (quote_literal of their text form, cast to their type), never spliced raw;
+// the function is qualified with the extension's schema, the same on every node.
+ShardAnswer shards_contain(Relation index, Oid heap_oid, Oid function_oid, const char *function,
+                           Datum value, Oid value_type) {
+    // A connection of its own waits for this transaction's locks: after TRUNCATE or ALTER TABLE
+    // in it, it would wait forever.
+    if (CheckRelationLockedByMe(index, AccessExclusiveLock, false) ||
+        CheckRelationOidLockedByMe(heap_oid, AccessExclusiveLock, false))
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_IN_USE),
+                        errmsg("%s cannot check index \"%s\": this transaction locked table \"%s\" "
+                               "exclusively",
+                               function, RelationGetRelationName(index), get_rel_name(heap_oid)),
+                        errdetail("The shards' indexes are read on their nodes by connections of "
+                                  "their own, which would wait for this transaction to end.")));
+
+    Oid value_output;
+    bool varlena;
+    getTypeOutputInfo(value_type, &value_output, &varlena);
+    const char *literal = quote_literal_cstr(OidOutputFunctionCall(value_output, value));
+    const char *call =
+        quote_qualified_identifier(get_namespace_name(get_func_namespace(function_oid)), function);
+    const char *type = format_type_be_qualified(value_type);
+
+    // The nodes' commands, in the caller's memory: SPI_finish frees SPI's.
+    MemoryContext caller = CurrentMemoryContext;
+    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
+    Oid types[3] = {REGCLASSOID, REGCLASSOID, InvalidOid};
+    Datum args[3] = {ObjectIdGetDatum(RelationGetRelid(index)), ObjectIdGetDatum(heap_oid), 0};
+    if (SPI_execute_with_args(kPlacementsQuery, 2, types, args, nullptr, true, 0) != SPI_OK_SELECT)
+        elog(ERROR, "could not read the shards of \"%s\"", get_rel_name(heap_oid));
+    List *nodes = NIL;
+    for (uint64 row = 0; row < SPI_processed; row++) {
+        HeapTuple tuple = SPI_tuptable->vals[row];
+        TupleDesc desc = SPI_tuptable->tupdesc;
+        char *shard = SPI_getvalue(tuple, desc, 1);
+        char *shard_index = SPI_getvalue(tuple, desc, 2);
+        char *node = SPI_getvalue(tuple, desc, 3);
+        bool port_null;
+        const int32 port = DatumGetInt32(SPI_getbinval(tuple, desc, 4, &port_null));
+        if (node == nullptr || port_null)
+            ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                            errmsg("%s cannot check index \"%s\": shard %s of table \"%s\" has "
+                                   "no active placement",
+                                   function, RelationGetRelationName(index), shard,
+                                   get_rel_name(heap_oid))));
+        NodeCommand *target = nullptr;
+        ListCell *cell;
+        foreach (cell, nodes) {
+            NodeCommand *known = static_cast<NodeCommand *>(lfirst(cell));
+            if (known->port == port && strcmp(known->name, node) == 0) target = known;
+        }
+        if (target == nullptr) {
+            MemoryContext previous = MemoryContextSwitchTo(caller);
+            target = static_cast<NodeCommand *>(palloc0(sizeof(NodeCommand)));
+            target->name = pstrdup(node);
+            target->port = port;
+            initStringInfo(&target->indexes);
+            nodes = lappend(nodes, target);
+            MemoryContextSwitchTo(previous);
+        }
+        if (target->indexes.len > 0) appendStringInfoString(&target->indexes, ", ");
+        MemoryContext previous = MemoryContextSwitchTo(caller);
+        appendStringInfo(&target->indexes, "%s::pg_catalog.regclass",
+                         quote_literal_cstr(shard_index));
+        MemoryContextSwitchTo(previous);
+    }
+    ShardAnswer answer = ShardAnswer::absent;
+    if (nodes == NIL) {
+        SPI_finish();
+        return answer;  // no shard (an append-distributed table before its first): no rows
+    }
+
+    const int count = list_length(nodes);
+    Datum *names = static_cast<Datum *>(palloc(count * sizeof(Datum)));
+    Datum *ports = static_cast<Datum *>(palloc(count * sizeof(Datum)));
+    Datum *commands = static_cast<Datum *>(palloc(count * sizeof(Datum)));
+    int i = 0;
+    ListCell *cell;
+    foreach (cell, nodes) {
+        NodeCommand *node = static_cast<NodeCommand *>(lfirst(cell));
+        StringInfoData command;
+        initStringInfo(&command);
+        appendStringInfo(&command,
+                         "SELECT pg_catalog.bool_or(%s(i, %s::%s)) "
+                         "FROM pg_catalog.unnest(ARRAY[%s]) AS i",
+                         call, literal, type, node->indexes.data);
+        names[i] = CStringGetTextDatum(node->name);
+        ports[i] = Int32GetDatum(node->port);
+        commands[i] = CStringGetTextDatum(command.data);
+        i++;
+    }
+    Datum run_args[3] = {
+        PointerGetDatum(construct_array(names, count, TEXTOID, -1, false, TYPALIGN_INT)),
+        PointerGetDatum(construct_array(ports, count, INT4OID, 4, true, TYPALIGN_INT)),
+        PointerGetDatum(construct_array(commands, count, TEXTOID, -1, false, TYPALIGN_INT))};
+    Oid run_types[3] = {TEXTARRAYOID, INT4ARRAYOID, TEXTARRAYOID};
+    // Citus polls the nodes' answers every citus.remote_task_check_interval (10 ms by default):
+    // every 1 ms for these, the setting restored afterwards.
+    const int guc_level = NewGUCNestLevel();
+    (void)set_config_option("citus.remote_task_check_interval", "1", PGC_USERSET, PGC_S_SESSION,
+                            GUC_ACTION_SAVE, true, 0, false);
+    const int run = SPI_execute_with_args(kRunQuery, 3, run_types, run_args, nullptr, false, 0);
+    AtEOXact_GUC(true, guc_level);
+    if (run != SPI_OK_SELECT)
+        elog(ERROR, "could not check the shards of \"%s\"", get_rel_name(heap_oid));
+    bool any_null = false;
+    for (uint64 row = 0; row < SPI_processed; row++) {
+        HeapTuple tuple = SPI_tuptable->vals[row];
+        TupleDesc desc = SPI_tuptable->tupdesc;
+        bool null;
+        const bool success = DatumGetBool(SPI_getbinval(tuple, desc, 3, &null));
+        char *result = SPI_getvalue(tuple, desc, 4);
+        // Citus's runner keeps the node's message, not its SQLSTATE.
+        if (!success)
+            ereport(ERROR, (errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+                            errmsg("%s could not check the shards of index \"%s\" on node %s:%s",
+                                   function, RelationGetRelationName(index),
+                                   SPI_getvalue(tuple, desc, 1), SPI_getvalue(tuple, desc, 2)),
+                            errdetail("%s", result != nullptr ? result : "no answer")));
+        // A single boolean, or nothing for NULL (an expression index's expression gave NULL).
+        if (result == nullptr || result[0] == '\0')
+            any_null = true;
+        else if (strcmp(result, "t") == 0)
+            answer = ShardAnswer::present;
+        else if (strcmp(result, "f") != 0)
+            elog(ERROR, "unexpected answer from node %s:%s: %s", SPI_getvalue(tuple, desc, 1),
+                 SPI_getvalue(tuple, desc, 2), result);
+    }
+    if (answer == ShardAnswer::absent && any_null) answer = ShardAnswer::null;
+    SPI_finish();
+    return answer;
+}
+
+}  // namespace bloomfilter
 
 // bloom_index_shards(index): for a Citus table's index, a row for each placement of each shard:
 // the shard's id, the name of its index on the node (shard_name()), the node's host and port.

@@ -209,8 +209,10 @@ bool partitions_contain(const IndexCheck *check, Oid table, bool routable, Oid i
 // executor checks a statement's: a REVOKE another session committed, or a GRANT a rolled-back
 // subtransaction made, takes effect at once. *run_as: the role an expression index's expression
 // runs as, the owner for a caller with its privileges, else the caller (built-in code alone).
+// *sharded: a Citus table's index, whose shards' indexes answer (shards_contain).
 IndexCheck *open_for_check(FunctionCallInfo fcinfo, const char *function, bool by_name,
-                           Oid value_type, bool key_given, Relation *opened, Oid *run_as) {
+                           Oid value_type, bool key_given, Relation *opened, Oid *run_as,
+                           bool *sharded) {
     Oid heap_oid = InvalidOid;
     // fn_extra: the name this call site resolved last.
     const Oid index_oid =
@@ -221,7 +223,9 @@ IndexCheck *open_for_check(FunctionCallInfo fcinfo, const char *function, bool b
     Relation index = open_bloomfilter_index(index_oid, heap_oid);
     *opened = index;
     IndexCheck *check = index_check(index);
-    check_may_read(index, check, function);
+    // The same privileges for a Citus table's index, whose shards' nodes check them again.
+    *sharded = citus_table(check->heap_oid);
+    check_may_read_shards(index, check, function);
     check_partitions_indexed(index, check);
     Oid key_type = check->column_type;
     *run_as = GetUserId();
@@ -345,8 +349,18 @@ Datum check_index(FunctionCallInfo fcinfo, const char *function, bool by_name, b
     const Oid value_type = get_fn_expr_argtype(fcinfo->flinfo, 1);
     Relation index;
     Oid run_as;
+    bool sharded;
     IndexCheck *check =
-        open_for_check(fcinfo, function, by_name, value_type, key_given, &index, &run_as);
+        open_for_check(fcinfo, function, by_name, value_type, key_given, &index, &run_as, &sharded);
+    if (sharded) {
+        // The shell's index holds no rows: the shards' indexes answer, the value (not a key
+        // worked out here) sent to their nodes, where the same checks are made.
+        const ShardAnswer answer = shards_contain(index, check->heap_oid, fcinfo->flinfo->fn_oid,
+                                                  function, PG_GETARG_DATUM(1), value_type);
+        index_close(index, NoLock);
+        if (answer == ShardAnswer::null) PG_RETURN_NULL();
+        PG_RETURN_BOOL(answer == ShardAnswer::present);
+    }
     KeyHash h;
     KeyOutcome outcome = KeyOutcome::hash;
     if (key_given)
