@@ -32,6 +32,12 @@
 #      before the follower's lag missed, max_lag counting the listing's age, a forked child, the
 #      listing refused (0A000) for a plain table's index; then users: every email found. Skipped
 #      without pytest, psycopg (3) or xxhash for that Python.
+#   8. bloom_index_contains on the coordinator for members, distributed by id, indexed on email
+#      (and on a bytea and a bigint column): every node holding shards is asked, the answer is
+#      their union: true for registered keys (quotes, backslashes, %s, $$, non-ASCII among them),
+#      false for nearly all others; its own uncommitted insert seen; 55006 after TRUNCATE in the
+#      transaction; 42501 without SELECT; a node's own privilege check, as the caller, reported;
+#      a shard moved under 4 writers with a reader checking: no false answer, every insert found.
 # Needs Citus installed into the server (test/citus.sh builds the vendored Citus 13.2.2 and
 # installs it); skipped without it.
 use strict;
