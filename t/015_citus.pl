@@ -389,7 +389,16 @@ SELECT 'false negative for user' || :n || '@mail.com' AS error, 1 / 0;
 \endif
 });
 my $writers = start_pgbench($coordinator, 'postgres', '-c', $writes, '-t', $per_writer, '-R', 400, '-f', "$dir/insert.sql");
+# And one through the plain check, which Citus routes to the shard of the email (8).
+PostgreSQL::Test::Utils::append_to_file("$dir/check_plain.sql", q{\set n random(1, 10000)
+SELECT bloom_index_contains('users_email_bloom', 'user' || :n || '@mail.com') AS taken \gset
+\if :taken
+\else
+SELECT 'false negative for user' || :n || '@mail.com' AS error, 1 / 0;
+\endif
+});
 my $reader = start_pgbench($coordinator, 'postgres', '-c', 1, '-t', 600, '-R', 200, '-f', "$dir/check.sql");
+my $plain_reader = start_pgbench($coordinator, 'postgres', '-c', 1, '-t', 100, '-R', 30, '-f', "$dir/check_plain.sql");
 my $new = q{SELECT count(*) FROM users WHERE email LIKE 'new%'};
 $coordinator->poll_query_until('postgres', "SELECT ($new) >= 100") or die 'the writers do not write';
 my $before = $coordinator->safe_psql('postgres', $new);
@@ -405,6 +414,9 @@ ok($ok && $out =~ m{actually processed: $total/$total} && $out =~ /number of fai
 	"$writes writers: each insert committed ($total)") or diag("$out\n$err");
 ($ok, $out, $err) = finish_pgbench($reader);
 ok($ok && $out =~ m{actually processed: 600/600}, 'a reader during the move: 600 checks of registered emails through users_email_taken, all true, no error')
+	or diag("$out\n$err");
+($ok, $out, $err) = finish_pgbench($plain_reader);
+ok($ok && $out =~ m{actually processed: 100/100}, "a reader during the move: 100 checks of registered emails through the coordinator's bloom_index_contains, all true, no error")
 	or diag("$out\n$err");
 
 is($coordinator->safe_psql('postgres', "SELECT nodeport FROM citus_shards WHERE shardid = $moved"), $to->port, "shard $moved is on " . $to->name);
@@ -569,6 +581,25 @@ is($code, '38000', 'coordinator: a shard whose node does not let the caller read
 like($stderr, qr/could not check the shards of index "members_email_bloom" on node 127\.0\.0\.1:$revoked_port.*permission denied for table members_$revoked_shard/s,
 	"the node checks as the calling role: permission denied for table members_$revoked_shard");
 $revoked_node->safe_psql('postgres', "GRANT SELECT (email) ON members_$revoked_shard TO reader");
+# An index of the distribution column: only the node holding the value's shard is asked. A
+# shard of users on the other node, made unreadable there for reader: a check routed elsewhere
+# answers, a check of an email in that shard is refused by its node.
+my $user7_port = $coordinator->safe_psql('postgres', "SELECT nodeport FROM citus_shards WHERE shardid = $user7_shard");
+my $other_shard = $coordinator->safe_psql('postgres',
+	"SELECT shardid FROM citus_shards WHERE table_name = 'users'::regclass AND nodeport <> $user7_port ORDER BY shardid LIMIT 1");
+my ($other_node) = grep { $_->port != $user7_port } @workers;
+my $other_email = $coordinator->safe_psql('postgres',
+	"SELECT email FROM users WHERE get_shard_id_for_distribution_column('users', email) = $other_shard ORDER BY id LIMIT 1");
+$other_node->safe_psql('postgres', "REVOKE SELECT (email) ON users_$other_shard FROM reader");
+is(answer($coordinator, q{SELECT bloom_index_contains('users_email_bloom', 'user7@mail.com')}, 'reader'), 't',
+	"coordinator: a check of users' distribution column asks only the node of the email's shard (user7\@mail.com, shard $user7_shard): true");
+($code, $stdout, $stderr) = try_sql($coordinator, "SELECT bloom_index_contains('users_email_bloom', '$other_email')", 'reader');
+like("$code $stderr", qr/^38000 .*permission denied for table users_$other_shard/s,
+	"coordinator: a check of $other_email goes to shard ${other_shard}'s node, which refuses the caller (38000)");
+$other_node->safe_psql('postgres', "GRANT SELECT (email) ON users_$other_shard TO reader");
+is(member_checks(q{bloom_index_contains('users_email_bloom', e)}, q{ARRAY(SELECT email FROM users WHERE email LIKE 'new%')}),
+	"$total true, 0 false, 0 null", "coordinator: the routed check finds each of the $total emails the writers inserted in 5");
+
 # Names: the index's name is resolved on the coordinator; a name that is not one is an error.
 ($code) = try_sql($coordinator, q{SELECT bloom_index_contains('members_email_bloom''; SELECT 1; --', 'x')});
 isnt($code, 'none', "coordinator: an index name with SQL in it resolves to nothing: an error ($code)");

@@ -37,10 +37,11 @@ const char *const kShardsQuery =
     "AND p.shardstate OPERATOR(pg_catalog.=) 1 "
     "ORDER BY s.shardid, n.nodename, n.nodeport";
 
-// One active placement of each shard of the table $2, the one on this node first, and the
-// qualified name of the shard's index ($1), always with its schema (shard_name's third
-// argument): the name is resolved on the node, in the search_path of Citus's connection.
-// A shard with no active placement gives a row with a null node: its rows are nowhere to ask.
+// One active placement of each shard of the table $2 (of shard $3 alone when it is not null),
+// the one on this node first, and the qualified name of the shard's index ($1), always with its
+// schema (shard_name's third argument): the name is resolved on the node, in the search_path of
+// Citus's connection. A shard with no active placement gives a row with a null node: its rows
+// are nowhere to ask.
 const char *const kPlacementsQuery =
     "SELECT DISTINCT ON (s.shardid) s.shardid, pg_catalog.shard_name($1, s.shardid, false), "
     "n.nodename, n.nodeport "
@@ -50,8 +51,18 @@ const char *const kPlacementsQuery =
     "AND n.isactive AND n.noderole OPERATOR(pg_catalog.=) 'primary' "
     "AND p.shardstate OPERATOR(pg_catalog.=) 1) ON p.shardid OPERATOR(pg_catalog.=) s.shardid "
     "WHERE s.logicalrelid OPERATOR(pg_catalog.=) $2 "
+    "AND ($3 IS NULL OR s.shardid OPERATOR(pg_catalog.=) $3) "
     "ORDER BY s.shardid, p.groupid OPERATOR(pg_catalog.=) "
     "(SELECT groupid FROM pg_catalog.pg_dist_local_group) DESC, n.nodename, n.nodeport";
+
+// The shard of a hash-distributed table $1 whose rows have the value $2 in the distribution
+// column, when that column is named $3 (no row otherwise): Citus's own routing of the value.
+const char *const kRouteQuery =
+    "SELECT pg_catalog.get_shard_id_for_distribution_column(p.logicalrelid, $2) "
+    "FROM pg_catalog.pg_dist_partition p "
+    "WHERE p.logicalrelid OPERATOR(pg_catalog.=) $1 "
+    "AND p.partmethod OPERATOR(pg_catalog.=) 'h' "
+    "AND pg_catalog.column_to_column_name(p.logicalrelid, p.partkey) OPERATOR(pg_catalog.=) $3";
 
 // Citus's own runner: a new connection to each node, as the current user, in parallel, one
 // command each, and each command's single value (or its error) as text.
@@ -69,9 +80,10 @@ struct NodeCommand {
 
 namespace bloomfilter {
 
-// On each node holding shards of the index's table, one statement, run as the caller by Citus
-// on a connection of its own: the function the caller called, on the regclass of each of the
-// node's shard indexes, with the caller's value, or'ed. The value and the names travel as
+// On each node holding shards of the index's table (the value's shard alone, for an index of
+// the distribution column), one statement, run as the caller by Citus on a connection of its
+// own: the function the caller called, on the regclass of each of the node's shard indexes,
+// with the caller's value, or'ed. The value and the names travel as
 // quoted literals (quote_literal of their text form, cast to their type), never spliced raw;
 // the function is qualified with the extension's schema, the same on every node.
 ShardAnswer shards_contain(Relation index, Oid heap_oid, Oid function_oid, const char *function,
@@ -98,9 +110,28 @@ ShardAnswer shards_contain(Relation index, Oid heap_oid, Oid function_oid, const
     // The nodes' commands, in the caller's memory: SPI_finish frees SPI's.
     MemoryContext caller = CurrentMemoryContext;
     if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
-    Oid types[3] = {REGCLASSOID, REGCLASSOID, InvalidOid};
-    Datum args[3] = {ObjectIdGetDatum(RelationGetRelid(index)), ObjectIdGetDatum(heap_oid), 0};
-    if (SPI_execute_with_args(kPlacementsQuery, 2, types, args, nullptr, true, 0) != SPI_OK_SELECT)
+    // An index of the distribution column, and a value of its type: only the value's shard can
+    // hold it (a row with the same bytes hashes alike).
+    Datum shard = 0;
+    char shard_null = 'n';
+    const AttrNumber column = index->rd_index->indkey.values[0];
+    if (column != InvalidAttrNumber && index->rd_index->indnatts == 1 &&
+        get_atttype(heap_oid, column) == value_type) {
+        Oid route_types[3] = {REGCLASSOID, value_type, TEXTOID};
+        Datum route_args[3] = {ObjectIdGetDatum(heap_oid), value,
+                               CStringGetTextDatum(get_attname(heap_oid, column, false))};
+        if (SPI_execute_with_args(kRouteQuery, 3, route_types, route_args, nullptr, true, 1) !=
+            SPI_OK_SELECT)
+            elog(ERROR, "could not route a value of \"%s\"", get_rel_name(heap_oid));
+        bool null = true;
+        if (SPI_processed == 1)
+            shard = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &null);
+        if (!null && DatumGetInt64(shard) > 0) shard_null = ' ';
+    }
+    Oid types[3] = {REGCLASSOID, REGCLASSOID, INT8OID};
+    Datum args[3] = {ObjectIdGetDatum(RelationGetRelid(index)), ObjectIdGetDatum(heap_oid), shard};
+    const char nulls[4] = {' ', ' ', shard_null, '\0'};
+    if (SPI_execute_with_args(kPlacementsQuery, 3, types, args, nulls, true, 0) != SPI_OK_SELECT)
         elog(ERROR, "could not read the shards of \"%s\"", get_rel_name(heap_oid));
     List *nodes = NIL;
     for (uint64 row = 0; row < SPI_processed; row++) {
