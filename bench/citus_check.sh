@@ -9,6 +9,7 @@
 #   exists     SELECT EXISTS (SELECT 1 FROM users WHERE email = 'user' || :n || '@mail.com')
 # with n drawn from 1..2*ROWS (half registered); and, for members, the same emails in a table
 # distributed by id (an email may be in any shard), with a btree and a bloomfilter index on email:
+#   plain      SELECT bloom_index_contains('users_email_bloom', ...)     (the email's node asked)
 #   any        SELECT bloom_index_contains('members_email_bloom', ...)   (every node asked)
 #   exists_any SELECT EXISTS (SELECT 1 FROM members WHERE email = ...)   (every shard asked)
 # Prints the TPS of each and the ratios round by round, their medians, and the shared buffers the
@@ -68,11 +69,12 @@ CREATE INDEX members_email_key ON members (email);
 CREATE INDEX members_email_bloom ON members USING bloomfilter (email) WITH (capacity = 100000);
 VACUUM ANALYZE members;
 SQL
-variants=(taken taken_sql exists any exists_any)
+variants=(taken taken_sql exists plain any exists_any)
 declare -A query=(
   [taken]="SELECT users_email_taken('user' || :n || '@mail.com');"
   [taken_sql]="SELECT users_email_taken_sql('user' || :n || '@mail.com');"
   [exists]="SELECT EXISTS (SELECT 1 FROM users WHERE email = 'user' || :n || '@mail.com');"
+  [plain]="SELECT bloom_index_contains('users_email_bloom', 'user' || :n || '@mail.com');"
   [any]="SELECT bloom_index_contains('members_email_bloom', 'user' || :n || '@mail.com');"
   [exists_any]="SELECT EXISTS (SELECT 1 FROM members WHERE email = 'user' || :n || '@mail.com');"
 )
@@ -107,9 +109,9 @@ median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END { if (NR % 2) pr
 for v in "${variants[@]}"; do run "$v" 1; done   # warm-up: caches, connections
 echo
 echo "pgbench -n -M prepared -c 1 -T $RUN_SECONDS on the coordinator, $ROWS users in 8 shards on 2 workers ($(nproc) cores)"
-printf '%-6s %12s %12s %12s %14s %14s %12s %12s %16s\n' round taken taken_sql exists taken/exists taken_sql/exists \
-  any exists_any any/exists_any
-declare -a r_taken r_sql r_any
+printf '%-6s %8s %10s %8s %13s %17s %8s %13s %6s %11s %15s\n' round taken taken_sql exists taken/exists \
+  taken_sql/exists plain plain/exists any exists_any any/exists_any
+declare -a r_taken r_sql r_plain r_any
 declare -A sum_blocks sum_calls sum_done
 for round in $(seq 1 "$ROUNDS"); do
   for v in "${variants[@]}"; do
@@ -118,12 +120,13 @@ for round in $(seq 1 "$ROUNDS"); do
     sum_done[$v]=$(( ${sum_done[$v]:-0} + txns[$v] ))
   done
   r_taken+=("$(ratio "${tps[taken]}" "${tps[exists]}")") r_sql+=("$(ratio "${tps[taken_sql]}" "${tps[exists]}")")
-  r_any+=("$(ratio "${tps[any]}" "${tps[exists_any]}")")
-  printf '%-6s %12.0f %12.0f %12.0f %14s %14s %12.0f %12.0f %16s\n' "$round" "${tps[taken]}" "${tps[taken_sql]}" \
-    "${tps[exists]}" "${r_taken[-1]}" "${r_sql[-1]}" "${tps[any]}" "${tps[exists_any]}" "${r_any[-1]}"
+  r_plain+=("$(ratio "${tps[plain]}" "${tps[exists]}")") r_any+=("$(ratio "${tps[any]}" "${tps[exists_any]}")")
+  printf '%-6s %8.0f %10.0f %8.0f %13s %17s %8.0f %13s %6.0f %11.0f %15s\n' "$round" "${tps[taken]}" \
+    "${tps[taken_sql]}" "${tps[exists]}" "${r_taken[-1]}" "${r_sql[-1]}" "${tps[plain]}" "${r_plain[-1]}" \
+    "${tps[any]}" "${tps[exists_any]}" "${r_any[-1]}"
 done
-printf '%-6s %12s %12s %12s %14s %14s %12s %12s %16s\n' median '' '' '' "$(median "${r_taken[@]}")" \
-  "$(median "${r_sql[@]}")" '' '' "$(median "${r_any[@]}")"
+printf '%-6s %8s %10s %8s %13s %17s %8s %13s %6s %11s %15s\n' median '' '' '' "$(median "${r_taken[@]}")" \
+  "$(median "${r_sql[@]}")" '' "$(median "${r_plain[@]}")" '' '' "$(median "${r_any[@]}")"
 echo
 echo "shared buffers read on the workers per check (hit + read, planning included):"
 for v in "${variants[@]}"; do
