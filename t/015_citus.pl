@@ -33,7 +33,8 @@
 #      listing refused (0A000) for a plain table's index; then users: every email found. Skipped
 #      without pytest, psycopg (3) or xxhash for that Python.
 #   8. bloom_index_contains on the coordinator for members, distributed by id, indexed on email
-#      (and on a bytea and a bigint column): every node holding shards is asked, the answer is
+#      (and on a bytea and a bigint column, on lower(email); and a partitioned distributed
+#      table): every node holding shards is asked, the answer is
 #      their union: true for registered keys (quotes, backslashes, %s, $$, non-ASCII among them),
 #      false for nearly all others; its own uncommitted insert seen; 55006 after TRUNCATE in the
 #      transaction; 42501 without SELECT; a node's own privilege check, as the caller, reported;
@@ -556,6 +557,26 @@ is(member_checks(q{bloom_index_contains('members_token_bloom', e)}, 'ARRAY(SELEC
 	'100 true, 0 false, 0 null', 'coordinator: a bytea index of members: 100 registered tokens found');
 is(member_checks(q{bloom_index_contains('members_code_bloom', e)}, 'ARRAY(SELECT i * 7 FROM generate_series(1, 100) i)'),
 	'100 true, 0 false, 0 null', 'coordinator: a bigint index of members: 100 registered codes found');
+# An expression index: each node applies the expression to the value, as on one server.
+$coordinator->safe_psql('postgres',
+	'CREATE INDEX members_lower_bloom ON members USING bloomfilter (lower(email)) WITH (capacity = 100000)');
+is(answer($coordinator, q{SELECT bloom_index_contains('members_lower_bloom', 'MEMBER1@MAIL.COM'),
+		bloom_index_contains_key('members_lower_bloom', 'member1@mail.com'), bloom_index_contains_key('members_lower_bloom', 'MEMBER1@MAIL.COM')}),
+	't|t|f', 'coordinator: an expression index (lower(email)): the value is lowered on the nodes, a key is not');
+# A partitioned distributed table: each shard of the parent is a partitioned table on its node.
+$coordinator->safe_psql('postgres', q{
+	CREATE TABLE events (id bigint NOT NULL, at date NOT NULL, email text NOT NULL) PARTITION BY RANGE (at);
+	CREATE TABLE events_2025 PARTITION OF events FOR VALUES FROM ('2025-01-01') TO ('2026-01-01');
+	CREATE TABLE events_2026 PARTITION OF events FOR VALUES FROM ('2026-01-01') TO ('2027-01-01');
+	SELECT create_distributed_table('events', 'id', shard_count => 4);
+	INSERT INTO events SELECT i, DATE '2025-06-01' + (i % 400), 'event' || i || '@mail.com' FROM generate_series(1, 2000) i;
+	CREATE INDEX events_email_bloom ON events USING bloomfilter (email) WITH (capacity = 10000);
+	CREATE INDEX events_id_bloom ON events USING bloomfilter (id) WITH (capacity = 10000);
+});
+is(member_checks(q{bloom_index_contains('events_email_bloom', e)}, q{ARRAY(SELECT 'event' || i || '@mail.com' FROM generate_series(1, 2000, 40) i)}),
+	'50 true, 0 false, 0 null', 'coordinator: a partitioned distributed table, an index of another column: 50 emails of both partitions found');
+is(member_checks(q{bloom_index_contains('events_id_bloom', e)}, q{ARRAY(SELECT i::bigint FROM generate_series(1, 2000, 40) i)}),
+	'50 true, 0 false, 0 null', 'coordinator: and of its distribution column (routed): 50 ids found');
 is(member_checks(q{bloom_index_contains('members_email_bloom', e)}, $registered_members, 'reader'), '200 true, 0 false, 0 null',
 	'coordinator, as a role with SELECT on members.email only: the 200 registered emails are found');
 
