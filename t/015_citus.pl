@@ -621,6 +621,11 @@ $other_node->safe_psql('postgres', "GRANT SELECT (email) ON users_$other_shard T
 is(member_checks(q{bloom_index_contains('users_email_bloom', e)}, q{ARRAY(SELECT email FROM users WHERE email LIKE 'new%')}),
 	"$total true, 0 false, 0 null", "coordinator: the routed check finds each of the $total emails the writers inserted in 5");
 
+# A statement the way a node receives a shard check never asks the nodes in turn (should a shard
+# index's name resolve to a Citus table's index there, it would ask them again and again).
+($code, $stdout, $stderr) = try_sql($workers[0],
+	q{/* bloomfilter shard check */ SELECT bloom_index_contains('members_email_bloom'::regclass, 'member1@mail.com')});
+is($code, '0A000', "a shard check (as a node receives it) on a Citus table's index is refused (0A000), never sent on");
 # Names: the index's name is resolved on the coordinator; a name that is not one is an error.
 ($code) = try_sql($coordinator, q{SELECT bloom_index_contains('members_email_bloom''; SELECT 1; --', 'x')});
 isnt($code, 'none', "coordinator: an index name with SQL in it resolves to nothing: an error ($code)");

@@ -11,6 +11,7 @@ extern "C" {
 #include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "storage/lmgr.h"
+#include "tcop/tcopprot.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -64,6 +65,10 @@ const char *const kRouteQuery =
     "AND p.partmethod OPERATOR(pg_catalog.=) 'h' "
     "AND pg_catalog.column_to_column_name(p.logicalrelid, p.partkey) OPERATOR(pg_catalog.=) $3";
 
+// The start of each statement sent to a node: a shard check received there (debug_query_string)
+// never asks other nodes in turn, should a shard index's name resolve to a Citus table's.
+const char kShardCheck[] = "/* bloomfilter shard check */ ";
+
 // Citus's own runner: a new connection to each node, as the current user, in parallel, one
 // command each, and each command's single value (or its error) as text.
 const char *const kRunQuery =
@@ -88,6 +93,12 @@ namespace bloomfilter {
 // the function is qualified with the extension's schema, the same on every node.
 ShardAnswer shards_contain(Relation index, Oid heap_oid, Oid function_oid, const char *function,
                            Datum value, Oid value_type) {
+    if (debug_query_string != nullptr &&
+        strncmp(debug_query_string, kShardCheck, sizeof(kShardCheck) - 1) == 0)
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                        errmsg("%s cannot check index \"%s\" of Citus table \"%s\" in a shard "
+                               "check: it holds no rows",
+                               function, RelationGetRelationName(index), get_rel_name(heap_oid))));
     // A connection of its own waits for this transaction's locks: after TRUNCATE or ALTER TABLE
     // in it, it would wait forever.
     if (CheckRelationLockedByMe(index, AccessExclusiveLock, false) ||
@@ -186,9 +197,9 @@ ShardAnswer shards_contain(Relation index, Oid heap_oid, Oid function_oid, const
         StringInfoData command;
         initStringInfo(&command);
         appendStringInfo(&command,
-                         "SELECT pg_catalog.bool_or(%s(i, %s::%s)) "
+                         "%sSELECT pg_catalog.bool_or(%s(i, %s::%s)) "
                          "FROM pg_catalog.unnest(ARRAY[%s]) AS i",
-                         call, literal, type, node->indexes.data);
+                         kShardCheck, call, literal, type, node->indexes.data);
         names[i] = CStringGetTextDatum(node->name);
         ports[i] = Int32GetDatum(node->port);
         commands[i] = CStringGetTextDatum(command.data);
@@ -204,7 +215,7 @@ ShardAnswer shards_contain(Relation index, Oid heap_oid, Oid function_oid, const
     const int guc_level = NewGUCNestLevel();
     (void)set_config_option("citus.remote_task_check_interval", "1", PGC_USERSET, PGC_S_SESSION,
                             GUC_ACTION_SAVE, true, 0, false);
-    const int run = SPI_execute_with_args(kRunQuery, 3, run_types, run_args, nullptr, false, 0);
+    const int run = SPI_execute_with_args(kRunQuery, 3, run_types, run_args, nullptr, true, 0);
     AtEOXact_GUC(true, guc_level);
     if (run != SPI_OK_SELECT)
         elog(ERROR, "could not check the shards of \"%s\"", get_rel_name(heap_oid));
