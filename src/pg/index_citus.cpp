@@ -88,9 +88,9 @@ namespace bloomfilter {
 // On each node holding shards of the index's table (the value's shard alone, for an index of
 // the distribution column), one statement, run as the caller by Citus on a connection of its
 // own: the function the caller called, on the regclass of each of the node's shard indexes,
-// with the caller's value, or'ed. The value and the names travel as
-// quoted literals (quote_literal of their text form, cast to their type), never spliced raw;
-// the function is qualified with the extension's schema, the same on every node.
+// with the caller's value, or'ed. The value and the names travel as quoted literals
+// (quote_literal of their text form, cast to their type), never spliced raw; the function is
+// qualified with the extension's schema, the same on every node.
 ShardAnswer shards_contain(Relation index, Oid heap_oid, Oid function_oid, const char *function,
                            Datum value, Oid value_type) {
     if (debug_query_string != nullptr &&
@@ -141,14 +141,21 @@ ShardAnswer shards_contain(Relation index, Oid heap_oid, Oid function_oid, const
     }
     Oid types[3] = {REGCLASSOID, REGCLASSOID, INT8OID};
     Datum args[3] = {ObjectIdGetDatum(RelationGetRelid(index)), ObjectIdGetDatum(heap_oid), shard};
-    const char nulls[4] = {' ', ' ', shard_null, '\0'};
+    char nulls[4] = {' ', ' ', shard_null, '\0'};
     if (SPI_execute_with_args(kPlacementsQuery, 3, types, args, nulls, true, 0) != SPI_OK_SELECT)
         elog(ERROR, "could not read the shards of \"%s\"", get_rel_name(heap_oid));
+    // A shard Citus routed to but not in this snapshot's catalog (split meanwhile): every shard.
+    if (SPI_processed == 0 && shard_null == ' ') {
+        nulls[2] = 'n';
+        if (SPI_execute_with_args(kPlacementsQuery, 3, types, args, nulls, true, 0) !=
+            SPI_OK_SELECT)
+            elog(ERROR, "could not read the shards of \"%s\"", get_rel_name(heap_oid));
+    }
     List *nodes = NIL;
     for (uint64 row = 0; row < SPI_processed; row++) {
         HeapTuple tuple = SPI_tuptable->vals[row];
         TupleDesc desc = SPI_tuptable->tupdesc;
-        char *shard = SPI_getvalue(tuple, desc, 1);
+        char *shard_id = SPI_getvalue(tuple, desc, 1);
         char *shard_index = SPI_getvalue(tuple, desc, 2);
         char *node = SPI_getvalue(tuple, desc, 3);
         bool port_null;
@@ -157,7 +164,7 @@ ShardAnswer shards_contain(Relation index, Oid heap_oid, Oid function_oid, const
             ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                             errmsg("%s cannot check index \"%s\": shard %s of table \"%s\" has "
                                    "no active placement",
-                                   function, RelationGetRelationName(index), shard,
+                                   function, RelationGetRelationName(index), shard_id,
                                    get_rel_name(heap_oid))));
         NodeCommand *target = nullptr;
         ListCell *cell;
