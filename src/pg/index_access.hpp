@@ -107,6 +107,13 @@ bool citus_table(Oid heap_oid);
 // `function` (the caller's: bloom_index_contains or bloom_index_contains_key, function_oid) as
 // the caller: present when one says so, null when each gives NULL (an expression index).
 enum class ShardAnswer { absent, present, null };
+// The same, over the connections of this transaction (Citus's executor): whether one shard's
+// index may hold the key (its text form and type). Not for a partitioned table.
+// `function_oid`: bloom_index_contains's, whose schema holds bloom_index_probe.
+bool shards_probe(Relation index, Oid heap_oid, Oid function_oid, const char *key_text,
+                  Oid key_type);
+// bloom_index_contains_key(index, key) called from C.
+bool index_contains_key(Oid index_oid, Datum key, Oid key_type, bool *is_null);
 ShardAnswer shards_contain(Relation index, Oid heap_oid, Oid function_oid, const char *function,
                            Datum value, Oid value_type);
 // Whether the caller has the table owner's privileges (is the owner, a member of it, or a

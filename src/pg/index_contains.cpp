@@ -4,10 +4,12 @@
 
 extern "C" {
 #include "access/genam.h"
+#include "access/parallel.h"
 #include "access/relation.h"
 #include "access/table.h"
 #include "catalog/index.h"
 #include "executor/executor.h"
+#include "nodes/makefuncs.h"
 #include "partitioning/partbounds.h"
 #include "partitioning/partdesc.h"
 #include "utils/guc.h"
@@ -352,9 +354,41 @@ Datum check_index(FunctionCallInfo fcinfo, const char *function, bool by_name, b
     bool sharded;
     IndexCheck *check =
         open_for_check(fcinfo, function, by_name, value_type, key_given, &index, &run_as, &sharded);
+    // In a parallel worker Citus's executor cannot take part in the transaction: the runner.
+    if (sharded && !check->partitioned && !IsParallelWorker()) {
+        // The shell's index holds no rows: the shards' indexes answer, for the key worked out
+        // here (an expression index's expression applied as on one server).
+        Datum key = PG_GETARG_DATUM(1);
+        Oid key_type = value_type;
+        bool is_null = false;
+        Datum column_value;
+        if (!key_given && check->expression) {
+            if (!value_as_column(key, value_type, check->column_type, &column_value)) {
+                index_close(index, NoLock);
+                PG_RETURN_BOOL(false);  // no row of the column's type has it
+            }
+            key = evaluate_expression(check, run_as, column_value, &is_null);
+            key_type = TupleDescAttr(RelationGetDescr(index), 0)->atttypid;
+        }
+        char *key_text = nullptr;
+        if (!is_null) {
+            Oid output;
+            bool varlena;
+            getTypeOutputInfo(key_type, &output, &varlena);
+            key_text = OidOutputFunctionCall(output, key);
+        }
+        if (check->expression) ResetPerTupleExprContext(check->estate);
+        const bool present =
+            !is_null && shards_probe(index, check->heap_oid, fcinfo->flinfo->fn_oid, key_text,
+                                     getBaseType(key_type));
+        index_close(index, NoLock);
+        if (is_null) PG_RETURN_NULL();
+        PG_RETURN_BOOL(present);
+    }
     if (sharded) {
-        // The shell's index holds no rows: the shards' indexes answer, the value (not a key
-        // worked out here) sent to their nodes, where the same checks are made.
+        // A partitioned table's shards, or a parallel worker's check: each node asked on a
+        // connection of its own, with the value (not a key worked out here); the same checks
+        // are made there.
         const ShardAnswer answer = shards_contain(index, check->heap_oid, fcinfo->flinfo->fn_oid,
                                                   function, PG_GETARG_DATUM(1), value_type);
         index_close(index, NoLock);
@@ -378,6 +412,38 @@ Datum check_index(FunctionCallInfo fcinfo, const char *function, bool by_name, b
 }
 
 }  // namespace
+
+namespace bloomfilter {
+
+// bloom_index_contains_key(index, key) called from C: a call expression of the key's type stands
+// for the SQL one (check_index reads the argument's type from it).
+bool index_contains_key(Oid index_oid, Datum key, Oid key_type, bool *is_null) {
+    FmgrInfo flinfo;
+    memset(&flinfo, 0, sizeof(flinfo));
+    flinfo.fn_oid = InvalidOid;
+    flinfo.fn_nargs = 2;
+    flinfo.fn_strict = true;
+    flinfo.fn_mcxt = CurrentMemoryContext;
+    int16 length;
+    bool by_value;
+    get_typlenbyval(key_type, &length, &by_value);
+    List *args = list_make2(makeConst(REGCLASSOID, -1, InvalidOid, sizeof(Oid),
+                                      ObjectIdGetDatum(index_oid), false, true),
+                            makeConst(key_type, -1, InvalidOid, length, key, false, by_value));
+    flinfo.fn_expr = reinterpret_cast<Node *>(
+        makeFuncExpr(InvalidOid, BOOLOID, args, InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL));
+    LOCAL_FCINFO(fcinfo, 2);
+    InitFunctionCallInfoData(*fcinfo, &flinfo, 2, InvalidOid, nullptr, nullptr);
+    fcinfo->args[0].value = ObjectIdGetDatum(index_oid);
+    fcinfo->args[0].isnull = false;
+    fcinfo->args[1].value = key;
+    fcinfo->args[1].isnull = false;
+    const Datum present = check_index(fcinfo, "bloom_index_contains_key", false, true);
+    *is_null = fcinfo->isnull;
+    return !fcinfo->isnull && DatumGetBool(present);
+}
+
+}  // namespace bloomfilter
 
 // bloom_index_contains(index, value): false when no row of the index's table has that key
 // (for an expression index: that the expression gives for the value); true when one probably
