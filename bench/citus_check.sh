@@ -9,8 +9,8 @@
 #   exists     SELECT EXISTS (SELECT 1 FROM users WHERE email = 'user' || :n || '@mail.com')
 # with n drawn from 1..2*ROWS (half registered); and, for members, the same emails in a table
 # distributed by id (an email may be in any shard), with a btree and a bloomfilter index on email:
-#   plain      SELECT bloom_index_contains('users_email_bloom', ...)     (the email's node asked)
-#   any        SELECT bloom_index_contains('members_email_bloom', ...)   (every node asked)
+#   plain      SELECT bloom_index_contains('users_email_bloom', ...)     (every shard asked)
+#   any        SELECT bloom_index_contains('members_email_bloom', ...)   (every shard asked)
 #   exists_any SELECT EXISTS (SELECT 1 FROM members WHERE email = ...)   (every shard asked)
 # Prints the TPS of each and the ratios round by round, their medians, and the shared buffers the
 # workers read per check (pg_stat_statements on the workers, planning included, reset before
@@ -97,7 +97,7 @@ run() {
   for node in worker1 worker2; do
     read -r b c < <(sql "$node" -F ' ' -c "SELECT coalesce(sum(shared_blks_hit + shared_blks_read), 0),
       coalesce(sum(calls), 0) FROM pg_stat_statements
-      WHERE query LIKE '%users_email_taken%' OR query LIKE '%EXISTS%users%' OR query LIKE '%members%' OR query LIKE '%bloom_index_contains%'")
+      WHERE query LIKE '%users_email_taken%' OR query LIKE '%EXISTS%users%' OR query LIKE '%members%' OR query LIKE '%bloom_index_contains%' OR query LIKE '%bloom_index_probe%'")
     blocks[$v]=$((blocks[$v] + b)) calls[$v]=$((calls[$v] + c))
   done
   tps[$v]=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' <<<"$out")
