@@ -36,10 +36,12 @@
 #      (and on a bytea and a bigint column, on lower(email)): every shard is asked (a sample scan
 #      by bloom_index_probe, over the transaction's connections), the answer is their union:
 #      true for registered keys (quotes, backslashes, %s, $$, non-ASCII among them), false for
-#      nearly all others; its own uncommitted insert seen, its own TRUNCATE too (no wait); 42501
-#      without SELECT, and from a node whose shard the caller may not read; a partitioned
-#      distributed table (each node asked through Citus's runner: 55006 after TRUNCATE); a shard
-#      moved under 4 writers with a reader checking: no false answer, every insert found.
+#      nearly all others; its own uncommitted insert seen; 55006 after its own TRUNCATE; 42501
+#      without SELECT, and from a node whose shard the caller may not read; in a parallel worker;
+#      XX000 in a statement Citus pushes down to the shards; a partitioned distributed table
+#      (each node asked through Citus's runner, as the caller: 38000 where a node refuses it;
+#      0A000 for a runner statement meeting a shell index); a shard moved under 4 writers with
+#      readers checking (users and members): no false answer, every insert found.
 # Needs Citus installed into the server (test/citus.sh builds the vendored Citus 13.2.2 and
 # installs it); skipped without it.
 use strict;
@@ -620,6 +622,19 @@ is(member_checks(q{bloom_index_contains('users_email_bloom', e)},
 ($code, $stdout, $stderr) = try_sql($workers[0],
 	q{/* bloomfilter shard check */ SELECT bloom_index_contains('events_email_bloom'::regclass, 'event1@mail.com')});
 is($code, '0A000', "a shard check (as a node receives it) on a Citus table's index is refused (0A000), never sent on");
+# The runner (a partitioned table) connects to each node as the caller too: a shard the node does
+# not let it read fails the check there (38000, the node's message).
+$coordinator->safe_psql('postgres', 'GRANT SELECT (email) ON events TO reader');
+is(answer($coordinator, q{SELECT bloom_index_contains('events_email_bloom', 'event1@mail.com')}, 'reader'), 't',
+	'coordinator, as reader: the check of the partitioned table answers');
+my ($event_shard, $event_port) = split /\|/, $coordinator->safe_psql('postgres',
+	q{SELECT shardid, nodeport FROM citus_shards WHERE table_name = 'events'::regclass ORDER BY shardid LIMIT 1});
+my ($event_node) = grep { $_->port == $event_port } @workers;
+$event_node->safe_psql('postgres', "REVOKE SELECT (email) ON events_$event_shard FROM reader");
+($code, $stdout, $stderr) = try_sql($coordinator, q{SELECT bloom_index_contains('events_email_bloom', 'event1@mail.com')}, 'reader');
+like("$code $stderr", qr/^38000 .*on node 127\.0\.0\.1:$event_port.*permission denied for table events_$event_shard/s,
+	"coordinator: the runner's check fails where the node refuses the caller (38000, permission denied for table events_$event_shard)");
+$event_node->safe_psql('postgres', "GRANT SELECT (email) ON events_$event_shard TO reader");
 # In a statement Citus pushes down to the shards, the check runs on a node, in a shard's query,
 # where Citus refuses a query of all shards: an error, never an answer.
 ($code, $stdout, $stderr) = try_sql($coordinator, q{SELECT count(*) FROM unnest(ARRAY(SELECT email FROM members
