@@ -110,8 +110,8 @@ enum class ShardAnswer { absent, present, null };
 // The same, over the connections of this transaction (Citus's executor): whether one shard's
 // index may hold the key (its text form and type). Not for a partitioned table.
 // `function_oid`: bloom_index_contains's, whose schema holds bloom_index_probe.
-bool shards_probe(Relation index, Oid heap_oid, Oid function_oid, const char *key_text,
-                  Oid key_type);
+bool shards_probe(Relation index, Oid heap_oid, Oid function_oid, const char *function,
+                  const char *key_text, Oid key_type);
 // bloom_index_contains_key(index, key) called from C.
 bool index_contains_key(Oid index_oid, Datum key, Oid key_type, bool *is_null);
 ShardAnswer shards_contain(Relation index, Oid heap_oid, Oid function_oid, const char *function,

@@ -238,9 +238,9 @@ ShardAnswer shards_contain(Relation index, Oid heap_oid, Oid function_oid, const
 // this transaction: a sample scan of each shard by bloom_index_probe, which returns a row of the
 // shard when the shard's index may hold the key, none otherwise. The key travels as a parameter
 // (its text form and type), the shell index by its qualified name.
-bool shards_probe(Relation index, Oid heap_oid, Oid function_oid, const char *key_text,
-                  Oid key_type) {
-    check_not_locked_exclusively(index, heap_oid, "bloom_index_contains");
+bool shards_probe(Relation index, Oid heap_oid, Oid function_oid, const char *function,
+                  const char *key_text, Oid key_type) {
+    check_not_locked_exclusively(index, heap_oid, function);
     // The extension's schema: the caller's (bloom_index_contains's).
     const Oid function_namespace = get_func_namespace(function_oid);
     StringInfoData query;

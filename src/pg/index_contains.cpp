@@ -379,8 +379,8 @@ Datum check_index(FunctionCallInfo fcinfo, const char *function, bool by_name, b
         }
         if (check->expression) ResetPerTupleExprContext(check->estate);
         const bool present =
-            !is_null && shards_probe(index, check->heap_oid, fcinfo->flinfo->fn_oid, key_text,
-                                     getBaseType(key_type));
+            !is_null && shards_probe(index, check->heap_oid, fcinfo->flinfo->fn_oid, function,
+                                     key_text, getBaseType(key_type));
         index_close(index, NoLock);
         if (is_null) PG_RETURN_NULL();
         PG_RETURN_BOOL(present);
