@@ -561,9 +561,12 @@ is(member_checks(q{bloom_index_contains('members_token_bloom', e)}, 'ARRAY(SELEC
 is(member_checks(q{bloom_index_contains('members_code_bloom', e)}, 'ARRAY(SELECT i * 7 FROM generate_series(1, 100) i)'),
 	'100 true, 0 false, 0 null', 'coordinator: a bigint index of members: 100 registered codes found');
 # In a parallel worker (Citus's executor refuses there: "cannot use 2PC"), through the runner.
-is(answer($coordinator, q{SET force_parallel_mode = on; SELECT bloom_index_contains('members_email_bloom', 'member1@mail.com'),
+# force_parallel_mode is debug_parallel_query from 16 on.
+my $parallel_setting = $coordinator->safe_psql('postgres',
+	q{SELECT CASE WHEN current_setting('server_version_num')::int >= 160000 THEN 'debug_parallel_query' ELSE 'force_parallel_mode' END});
+is(answer($coordinator, qq{SET $parallel_setting = on; } . q{SELECT bloom_index_contains('members_email_bloom', 'member1@mail.com'),
 		bloom_index_contains('members_email_bloom', 'never-registered@example.org')}), 't|f',
-	'coordinator, force_parallel_mode: the check in a parallel worker answers (true, then false)');
+	"coordinator, $parallel_setting: the check in a parallel worker answers (true, then false)");
 # An expression index: each node applies the expression to the value, as on one server.
 $coordinator->safe_psql('postgres',
 	'CREATE INDEX members_lower_bloom ON members USING bloomfilter (lower(email)) WITH (capacity = 100000)');

@@ -27,6 +27,7 @@ extern "C" {
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
+#include "utils/ruleutils.h"
 }
 
 using namespace bloomfilter;
@@ -318,8 +319,8 @@ bool shard_contains(Relation table, Datum *params) {
                         errmsg("bloom_index_probe: \"%s\" is not a shard of the table of Citus "
                                "index \"%s\"",
                                table_name, get_rel_name(shell_oid))));
-    RangeVar *index_name =
-        makeRangeVarFromNameList(stringToQualifiedNameList(shard_name_of(shell_oid, shard)));
+    RangeVar *index_name = makeRangeVarFromNameList(
+        textToQualifiedNameList(cstring_to_text(shard_name_of(shell_oid, shard))));
     const Oid shard_index = RangeVarGetRelid(index_name, NoLock, false);
     if (IndexGetRelation(shard_index, false) != RelationGetRelid(table))
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
