@@ -72,4 +72,10 @@ CREATE FUNCTION bloom_index_shards(index pg_catalog.regclass,
     OUT node_name pg_catalog.text, OUT node_port pg_catalog.int4)
     RETURNS SETOF record
     AS 'MODULE_PATHNAME', 'bloom_index_shards' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+-- The tablesample method by which bloom_index_contains on a Citus table's index asks each shard:
+-- TABLESAMPLE bloom_index_probe(index name, key, key type) returns a row of a shard whose index
+-- may hold the key, none otherwise.
+CREATE FUNCTION bloom_index_probe(pg_catalog.internal) RETURNS pg_catalog.tsm_handler
+    AS 'MODULE_PATHNAME', 'bloom_index_probe' LANGUAGE C STRICT;
+COMMENT ON FUNCTION bloom_index_probe(pg_catalog.internal) IS 'tablesample method: a row of a Citus shard whose bloomfilter index may hold a key, none otherwise';
 COMMENT ON FUNCTION bloom_index_shards(pg_catalog.regclass) IS 'the shards'' indexes of a Citus table''s bloomfilter index: shard id, index name, node host and port';

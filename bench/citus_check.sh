@@ -7,9 +7,14 @@
 #   taken      SELECT users_email_taken('user' || :n || '@mail.com')        (PL/pgSQL, delegated)
 #   taken_sql  SELECT users_email_taken_sql('user' || :n || '@mail.com')    (STABLE SQL, delegated)
 #   exists     SELECT EXISTS (SELECT 1 FROM users WHERE email = 'user' || :n || '@mail.com')
-# with n drawn from 1..2*ROWS (half registered). Prints the TPS of each and the ratios round by
-# round, their medians, and the shared buffers the workers read per check (pg_stat_statements on
-# the workers, planning included, reset before each run).
+# with n drawn from 1..2*ROWS (half registered); and, for members, the same emails in a table
+# distributed by id (an email may be in any shard), with a btree and a bloomfilter index on email:
+#   plain      SELECT bloom_index_contains('users_email_bloom', ...)     (every shard asked)
+#   any        SELECT bloom_index_contains('members_email_bloom', ...)   (every shard asked)
+#   exists_any SELECT EXISTS (SELECT 1 FROM members WHERE email = ...)   (every shard asked)
+# Prints the TPS of each and the ratios round by round, their medians, and the shared buffers the
+# workers read per check (pg_stat_statements on the workers, planning included, reset before
+# each run).
 #   bench/citus_check.sh      knobs: CITUS_CHECK_SECONDS (5), CITUS_CHECK_ROUNDS (4),
 #                             CITUS_CHECK_ROWS (100000)
 # Needs the extension and Citus installed into the server (test/citus.sh installs Citus).
@@ -57,12 +62,21 @@ CREATE FUNCTION users_email_taken_sql(email text) RETURNS boolean LANGUAGE sql S
   SELECT bloom_index_contains('users_email_bloom_' || get_shard_id_for_distribution_column('users', email), email)
 \$\$;
 SELECT create_distributed_function('users_email_taken_sql(text)', '\$1', colocate_with := 'users');
+CREATE TABLE members (id bigserial, email text NOT NULL);
+SELECT create_distributed_table('members', 'id', shard_count => 8);
+INSERT INTO members (email) SELECT 'user' || i || '@mail.com' FROM generate_series(1, $ROWS) i;
+CREATE INDEX members_email_key ON members (email);
+CREATE INDEX members_email_bloom ON members USING bloomfilter (email) WITH (capacity = 100000);
+VACUUM ANALYZE members;
 SQL
-variants=(taken taken_sql exists)
+variants=(taken taken_sql exists plain any exists_any)
 declare -A query=(
   [taken]="SELECT users_email_taken('user' || :n || '@mail.com');"
   [taken_sql]="SELECT users_email_taken_sql('user' || :n || '@mail.com');"
   [exists]="SELECT EXISTS (SELECT 1 FROM users WHERE email = 'user' || :n || '@mail.com');"
+  [plain]="SELECT bloom_index_contains('users_email_bloom', 'user' || :n || '@mail.com');"
+  [any]="SELECT bloom_index_contains('members_email_bloom', 'user' || :n || '@mail.com');"
+  [exists_any]="SELECT EXISTS (SELECT 1 FROM members WHERE email = 'user' || :n || '@mail.com');"
 )
 for v in "${variants[@]}"; do
   printf '\\set n random(1, %d)\n%s\n' $((2 * ROWS)) "${query[$v]}" >"$work/$v.sql"
@@ -83,7 +97,7 @@ run() {
   for node in worker1 worker2; do
     read -r b c < <(sql "$node" -F ' ' -c "SELECT coalesce(sum(shared_blks_hit + shared_blks_read), 0),
       coalesce(sum(calls), 0) FROM pg_stat_statements
-      WHERE query LIKE '%users_email_taken%' OR query LIKE '%EXISTS%users%'")
+      WHERE query LIKE '%users_email_taken%' OR query LIKE '%EXISTS%users%' OR query LIKE '%members%' OR query LIKE '%bloom_index_contains%' OR query LIKE '%bloom_index_probe%'")
     blocks[$v]=$((blocks[$v] + b)) calls[$v]=$((calls[$v] + c))
   done
   tps[$v]=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' <<<"$out")
@@ -95,8 +109,9 @@ median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END { if (NR % 2) pr
 for v in "${variants[@]}"; do run "$v" 1; done   # warm-up: caches, connections
 echo
 echo "pgbench -n -M prepared -c 1 -T $RUN_SECONDS on the coordinator, $ROWS users in 8 shards on 2 workers ($(nproc) cores)"
-printf '%-6s %12s %12s %12s %14s %14s\n' round taken taken_sql exists taken/exists taken_sql/exists
-declare -a r_taken r_sql
+printf '%-6s %8s %10s %8s %13s %17s %8s %13s %6s %11s %15s\n' round taken taken_sql exists taken/exists \
+  taken_sql/exists plain plain/exists any exists_any any/exists_any
+declare -a r_taken r_sql r_plain r_any
 declare -A sum_blocks sum_calls sum_done
 for round in $(seq 1 "$ROUNDS"); do
   for v in "${variants[@]}"; do
@@ -105,10 +120,13 @@ for round in $(seq 1 "$ROUNDS"); do
     sum_done[$v]=$(( ${sum_done[$v]:-0} + txns[$v] ))
   done
   r_taken+=("$(ratio "${tps[taken]}" "${tps[exists]}")") r_sql+=("$(ratio "${tps[taken_sql]}" "${tps[exists]}")")
-  printf '%-6s %12.0f %12.0f %12.0f %14s %14s\n' "$round" "${tps[taken]}" "${tps[taken_sql]}" "${tps[exists]}" \
-    "${r_taken[-1]}" "${r_sql[-1]}"
+  r_plain+=("$(ratio "${tps[plain]}" "${tps[exists]}")") r_any+=("$(ratio "${tps[any]}" "${tps[exists_any]}")")
+  printf '%-6s %8.0f %10.0f %8.0f %13s %17s %8.0f %13s %6.0f %11.0f %15s\n' "$round" "${tps[taken]}" \
+    "${tps[taken_sql]}" "${tps[exists]}" "${r_taken[-1]}" "${r_sql[-1]}" "${tps[plain]}" "${r_plain[-1]}" \
+    "${tps[any]}" "${tps[exists_any]}" "${r_any[-1]}"
 done
-printf '%-6s %12s %12s %12s %14s %14s\n' median '' '' '' "$(median "${r_taken[@]}")" "$(median "${r_sql[@]}")"
+printf '%-6s %8s %10s %8s %13s %17s %8s %13s %6s %11s %15s\n' median '' '' '' "$(median "${r_taken[@]}")" \
+  "$(median "${r_sql[@]}")" '' "$(median "${r_plain[@]}")" '' '' "$(median "${r_any[@]}")"
 echo
 echo "shared buffers read on the workers per check (hit + read, planning included):"
 for v in "${variants[@]}"; do

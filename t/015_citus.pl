@@ -1,12 +1,12 @@
 # The index functions on Citus (distributed PostgreSQL): a coordinator and two workers, users
 # distributed by email in 8 shards, 10,000 emails, CREATE INDEX users_email_bloom ... USING
 # bloomfilter on the coordinator (Citus creates it on every shard, as users_email_bloom_<shard id>).
-#   1. On the coordinator the index is the empty shell table's: bloom_index_contains (text and
-#      regclass), bloom_index_contains_key, bloom_index_filter, bloom_index_changes,
-#      bloom_index_info and bloom_index_verify refuse it with 0A000 naming a Citus table, never
-#      answer from the shell ("absent" for every registered email); so do they for the index of a
-#      reference table and of a Citus local table, and for the shell's index on a worker (Citus
-#      syncs its metadata there).
+#   1. On the coordinator the index is the empty shell table's: bloom_index_filter,
+#      bloom_index_changes, bloom_index_info and bloom_index_verify refuse it with 0A000 naming a
+#      Citus table, never answer from the shell ("absent" for every registered email); so do they
+#      for the index of a reference table and of a Citus local table, and for the shell's index on
+#      a worker (Citus syncs its metadata there). bloom_index_contains (text and regclass) and
+#      bloom_index_contains_key answer from the shards' indexes there (8 tests them).
 #   2. On the workers each shard's own index is an ordinary index: for 1,000 registered emails,
 #      the index of the shard that holds the email (get_shard_id_for_distribution_column, placed
 #      through citus_shards) answers true, and bloom_index_verify checks each shard's rows.
@@ -32,6 +32,16 @@
 #      before the follower's lag missed, max_lag counting the listing's age, a forked child, the
 #      listing refused (0A000) for a plain table's index; then users: every email found. Skipped
 #      without pytest, psycopg (3) or xxhash for that Python.
+#   8. bloom_index_contains on the coordinator for members, distributed by id, indexed on email
+#      (and on a bytea and a bigint column, on lower(email)): every shard is asked (a sample scan
+#      by bloom_index_probe, over the transaction's connections), the answer is their union:
+#      true for registered keys (quotes, backslashes, %s, $$, non-ASCII among them), false for
+#      nearly all others; its own uncommitted insert seen; 55006 after its own TRUNCATE; 42501
+#      without SELECT, and from a node whose shard the caller may not read; in a parallel worker;
+#      XX000 in a statement Citus pushes down to the shards; a partitioned distributed table
+#      (each node asked through Citus's runner, as the caller: 38000 where a node refuses it;
+#      0A000 for a runner statement meeting a shell index); a shard moved under 4 writers with
+#      readers checking (users and members): no false answer, every insert found.
 # Needs Citus installed into the server (test/citus.sh builds the vendored Citus 13.2.2 and
 # installs it); skipped without it.
 use strict;
@@ -69,6 +79,12 @@ sub try_sql {
 		extra_params => [ '-v', 'VERBOSITY=verbose', $user ? ('-U', $user) : () ]);
 	my ($code) = $stderr =~ /ERROR:\s+([0-9A-Z]{5}):/;
 	return ($code // 'none', $stdout, $stderr);
+}
+
+# SQL's output on NODE, or "SQLSTATE: error" (a test fails there rather than dies).
+sub answer {
+	my ($code, $stdout, $stderr) = try_sql(@_);
+	return $code eq 'none' ? $stdout : "$code: $stderr";
 }
 
 $_->safe_psql('postgres', 'CREATE EXTENSION citus') for $coordinator, @workers;
@@ -128,9 +144,6 @@ for my $w (@workers) {
 note('1. the index functions on the index of a Citus table');
 # Each call, and what a call answering from the empty shell would return.
 my @calls = (
-	[ q{SELECT bloom_index_contains('users_email_bloom', 'user7@mail.com')}, 'bloom_index_contains(text, ...)' ],
-	[ q{SELECT bloom_index_contains('users_email_bloom'::regclass, 'user7@mail.com')}, 'bloom_index_contains(regclass, ...)' ],
-	[ q{SELECT bloom_index_contains_key('users_email_bloom', 'user7@mail.com')}, 'bloom_index_contains_key' ],
 	[ q{SELECT bloom_info(bloom_index_filter('users_email_bloom'))}, 'bloom_index_filter' ],
 	[ q{SELECT count(*) FROM bloom_index_changes('users_email_bloom', '0/0')}, 'bloom_index_changes' ],
 	[ q{SELECT * FROM bloom_index_info('users_email_bloom')}, 'bloom_index_info' ],
@@ -149,8 +162,20 @@ sub refused {
 refused($coordinator, @$_, 'users') for @calls;
 for my $table ([ 'domains', 'domains_name_bloom', 'mail.com', 'reference' ], [ 'blocked', 'blocked_email_bloom', 'user7@mail.com', 'Citus local' ]) {
 	my ($name, $index, $key, $kind) = @$table;
-	refused($coordinator, "SELECT bloom_index_contains('$index', '$key')", "bloom_index_contains ($kind table)", $name);
 	refused($coordinator, "SELECT bloom_index_verify('$index')", "bloom_index_verify ($kind table)", $name);
+	is(answer($coordinator, "SELECT bloom_index_contains('$index', '$key')"), 't',
+		"coordinator: bloom_index_contains on the index of the $kind table answers from its shard: true for '$key'");
+}
+# The checks answer from the shards' indexes, on the coordinator and on a worker (its shell).
+for my $call ([ q{bloom_index_contains('users_email_bloom', %s)}, 'bloom_index_contains(text, ...)' ],
+		[ q{bloom_index_contains('users_email_bloom'::regclass, %s)}, 'bloom_index_contains(regclass, ...)' ],
+		[ q{bloom_index_contains_key('users_email_bloom', %s)}, 'bloom_index_contains_key' ]) {
+	my ($expression, $what) = @$call;
+	for my $node ($coordinator, $workers[0]) {
+		is(answer($node, sprintf("SELECT %s, %s", sprintf($expression, q{'user7@mail.com'}),
+				sprintf($expression, q{'never-registered@example.org'}))), 't|f',
+			$node->name . ": $what on the shell's index answers from the shards: true for a registered email, false for another");
+	}
 }
 # The coordinator holds a shard of each (it is in the metadata, group 0): their indexes answer.
 for my $table ([ 'domains', 'domains_name_bloom', 'mail.com', 'reference' ], [ 'blocked', 'blocked_email_bloom', 'user7@mail.com', 'Citus local' ]) {
@@ -162,7 +187,7 @@ for my $table ([ 'domains', 'domains_name_bloom', 'mail.com', 'reference' ], [ '
 }
 # Citus syncs its metadata to the workers: they have the shell table and its index too.
 refused($workers[0], $calls[0][0], $calls[0][1], 'users');
-refused($workers[0], "SELECT bloom_index_contains('domains_name_bloom', 'mail.com')", 'bloom_index_contains (reference table)', 'domains');
+refused($workers[0], "SELECT bloom_index_verify('domains_name_bloom')", 'bloom_index_verify (reference table)', 'domains');
 
 ###############################################################################################
 note("2. each shard's own index, on its worker");
@@ -368,7 +393,16 @@ SELECT 'false negative for user' || :n || '@mail.com' AS error, 1 / 0;
 \endif
 });
 my $writers = start_pgbench($coordinator, 'postgres', '-c', $writes, '-t', $per_writer, '-R', 400, '-f', "$dir/insert.sql");
+# And one through the plain check on the coordinator, which asks every shard (8).
+PostgreSQL::Test::Utils::append_to_file("$dir/check_plain.sql", q{\set n random(1, 10000)
+SELECT bloom_index_contains('users_email_bloom', 'user' || :n || '@mail.com') AS taken \gset
+\if :taken
+\else
+SELECT 'false negative for user' || :n || '@mail.com' AS error, 1 / 0;
+\endif
+});
 my $reader = start_pgbench($coordinator, 'postgres', '-c', 1, '-t', 600, '-R', 200, '-f', "$dir/check.sql");
+my $plain_reader = start_pgbench($coordinator, 'postgres', '-c', 1, '-t', 600, '-R', 200, '-f', "$dir/check_plain.sql");
 my $new = q{SELECT count(*) FROM users WHERE email LIKE 'new%'};
 $coordinator->poll_query_until('postgres', "SELECT ($new) >= 100") or die 'the writers do not write';
 my $before = $coordinator->safe_psql('postgres', $new);
@@ -384,6 +418,9 @@ ok($ok && $out =~ m{actually processed: $total/$total} && $out =~ /number of fai
 	"$writes writers: each insert committed ($total)") or diag("$out\n$err");
 ($ok, $out, $err) = finish_pgbench($reader);
 ok($ok && $out =~ m{actually processed: 600/600}, 'a reader during the move: 600 checks of registered emails through users_email_taken, all true, no error')
+	or diag("$out\n$err");
+($ok, $out, $err) = finish_pgbench($plain_reader);
+ok($ok && $out =~ m{actually processed: 600/600}, "a reader during the move: 600 checks of registered emails through the coordinator's bloom_index_contains, all true, no error")
 	or diag("$out\n$err");
 
 is($coordinator->safe_psql('postgres', "SELECT nodeport FROM citus_shards WHERE shardid = $moved"), $to->port, "shard $moved is on " . $to->name);
@@ -473,6 +510,188 @@ SKIP: {
 		"python3 -m pytest clients/python/tests/test_citus.py: CitusIndexFollower finds every row, through a shard move ($passed passed)")
 		or diag("$out\n$err");
 }
+
+###############################################################################################
+note('8. bloom_index_contains on the coordinator: an index of a column other than the distribution column');
+# members is distributed by id: an email may be in any shard. The coordinator's check runs
+# SELECT 1 FROM members TABLESAMPLE bloom_index_probe(...) LIMIT 1, which Citus sends to every
+# shard as the calling role; a shard returns a row when its index may hold the key.
+# Keys that quoting must carry intact: a quote, backslashes, format()'s %s, dollar quotes,
+# non-ASCII.
+my $members = 10_000;
+my @odd = (q{o'brien@mail.com}, q{back\slash\\@mail.com}, q{%s%1$s%%@mail.com}, q{$$x$$@mail.com}, "caf\xc3\xa9\@mail.com");
+my $odd_values = join(', ', map { "(\$odd\$$_\$odd\$)" } @odd);
+$coordinator->safe_psql('postgres', qq{
+	CREATE TABLE members (id bigserial, email text NOT NULL, token bytea NOT NULL, code bigint NOT NULL);
+	SELECT create_distributed_table('members', 'id', shard_count => $shards);
+	INSERT INTO members (email, token, code)
+		SELECT 'member' || i || '\@mail.com', pg_catalog.sha256(i::text::bytea), i * 7 FROM generate_series(1, $members) i;
+	INSERT INTO members (email, token, code) SELECT e, pg_catalog.convert_to(e, 'UTF8'), 0 FROM (VALUES $odd_values) v(e);
+	CREATE INDEX members_email_bloom ON members USING bloomfilter (email) WITH (capacity = 100000);
+	CREATE INDEX members_token_bloom ON members USING bloomfilter (token) WITH (capacity = 100000);
+	CREATE INDEX members_code_bloom ON members USING bloomfilter (code) WITH (capacity = 100000);
+	GRANT SELECT (email) ON members TO reader;
+});
+my %member_nodes = map { ($_ => 1) } split /\n/, $coordinator->safe_psql('postgres',
+	q{SELECT DISTINCT nodeport FROM citus_shards WHERE table_name = 'members'::regclass});
+is(scalar keys %member_nodes, 2, "members' $shards shards are on both workers");
+
+# member_checks(SQL_EXPRESSION_OF_e, VALUES, USER): how many of the values the expression, one
+# call each, answers true, false and NULL for, as "T true, F false, N null", run on the coordinator.
+sub member_checks {
+	my ($expression, $values, $user) = @_;
+	my ($code, $stdout, $stderr) = try_sql($coordinator, qq{
+		SELECT count(*) FILTER (WHERE r) || ' true, ' || count(*) FILTER (WHERE NOT r) || ' false, '
+			|| count(*) FILTER (WHERE r IS NULL) || ' null'
+		FROM (SELECT $expression AS r FROM unnest($values) e) c}, $user);
+	return $code eq 'none' ? $stdout : "$code: $stderr";
+}
+my $registered_members = 'ARRAY[' . join(',', map { "'member$_\@mail.com'" } map { 1 + 37 * $_ } 0 .. 199) . ']';
+my $unregistered_members = 'ARRAY[' . join(',', map { "'stranger$_\@example.org'" } 1 .. 200) . ']';
+is(member_checks(q{bloom_index_contains('members_email_bloom', e)}, $registered_members), '200 true, 0 false, 0 null',
+	'coordinator: bloom_index_contains on the email index of members (distributed by id) answers true for 200 registered emails, in all shards');
+my ($absent) = member_checks(q{bloom_index_contains('members_email_bloom', e)}, $unregistered_members) =~ /(\d+) false/;
+cmp_ok($absent // 0, '>=', 195, "coordinator: and false for nearly all of 200 never registered (${\ ($absent // 'none') } false)");
+is(member_checks(q{bloom_index_contains_key('members_email_bloom'::regclass, e)}, $registered_members), '200 true, 0 false, 0 null',
+	'coordinator: bloom_index_contains_key (regclass) likewise');
+is(member_checks(q{bloom_index_contains('members_email_bloom', e)}, 'ARRAY[' . join(',', map { "\$odd\$$_\$odd\$" } @odd) . ']'),
+	scalar(@odd) . ' true, 0 false, 0 null', 'coordinator: emails with a quote, backslashes, %s, $$ and non-ASCII are found');
+is(member_checks(q{bloom_index_contains('members_token_bloom', e)}, 'ARRAY(SELECT pg_catalog.sha256(i::text::bytea) FROM generate_series(1, 100) i)'),
+	'100 true, 0 false, 0 null', 'coordinator: a bytea index of members: 100 registered tokens found');
+is(member_checks(q{bloom_index_contains('members_code_bloom', e)}, 'ARRAY(SELECT i * 7 FROM generate_series(1, 100) i)'),
+	'100 true, 0 false, 0 null', 'coordinator: a bigint index of members: 100 registered codes found');
+# In a parallel worker (Citus's executor refuses there: "cannot use 2PC"), through the runner.
+# force_parallel_mode is debug_parallel_query from 16 on.
+my $parallel_setting = $coordinator->safe_psql('postgres',
+	q{SELECT CASE WHEN current_setting('server_version_num')::int >= 160000 THEN 'debug_parallel_query' ELSE 'force_parallel_mode' END});
+is(answer($coordinator, qq{SET $parallel_setting = on; } . q{SELECT bloom_index_contains('members_email_bloom', 'member1@mail.com'),
+		bloom_index_contains('members_email_bloom', 'never-registered@example.org')}), 't|f',
+	"coordinator, $parallel_setting: the check in a parallel worker answers (true, then false)");
+# An expression index: each node applies the expression to the value, as on one server.
+$coordinator->safe_psql('postgres',
+	'CREATE INDEX members_lower_bloom ON members USING bloomfilter (lower(email)) WITH (capacity = 100000)');
+is(answer($coordinator, q{SELECT bloom_index_contains('members_lower_bloom', 'MEMBER1@MAIL.COM'),
+		bloom_index_contains_key('members_lower_bloom', 'member1@mail.com'), bloom_index_contains_key('members_lower_bloom', 'MEMBER1@MAIL.COM')}),
+	't|t|f', 'coordinator: an expression index (lower(email)): the value is lowered on the nodes, a key is not');
+# A partitioned distributed table: each shard of the parent is a partitioned table on its node.
+$coordinator->safe_psql('postgres', q{
+	CREATE TABLE events (id bigint NOT NULL, at date NOT NULL, email text NOT NULL) PARTITION BY RANGE (at);
+	CREATE TABLE events_2025 PARTITION OF events FOR VALUES FROM ('2025-01-01') TO ('2026-01-01');
+	CREATE TABLE events_2026 PARTITION OF events FOR VALUES FROM ('2026-01-01') TO ('2027-01-01');
+	SELECT create_distributed_table('events', 'id', shard_count => 4);
+	INSERT INTO events SELECT i, DATE '2025-06-01' + (i % 400), 'event' || i || '@mail.com' FROM generate_series(1, 2000) i;
+	CREATE INDEX events_email_bloom ON events USING bloomfilter (email) WITH (capacity = 10000);
+	CREATE INDEX events_id_bloom ON events USING bloomfilter (id) WITH (capacity = 10000);
+});
+is(member_checks(q{bloom_index_contains('events_email_bloom', e)}, q{ARRAY(SELECT 'event' || i || '@mail.com' FROM generate_series(1, 2000, 40) i)}),
+	'50 true, 0 false, 0 null', 'coordinator: a partitioned distributed table, an index of another column: 50 emails of both partitions found');
+is(member_checks(q{bloom_index_contains('events_id_bloom', e)}, q{ARRAY(SELECT i::bigint FROM generate_series(1, 2000, 40) i)}),
+	'50 true, 0 false, 0 null', 'coordinator: and of its distribution column: 50 ids found');
+is(member_checks(q{bloom_index_contains('members_email_bloom', e)}, $registered_members, 'reader'), '200 true, 0 false, 0 null',
+	'coordinator, as a role with SELECT on members.email only: the 200 registered emails are found');
+
+# The caller's own uncommitted insert, made through the coordinator, is seen: the index's bits are
+# set when the row is inserted, and the nodes' connections read the same pages.
+is(answer($coordinator, q{BEGIN;
+		INSERT INTO members (email, token, code) VALUES ('late@example.org', '\x00', 0);
+		SELECT bloom_index_contains('members_email_bloom', 'late@example.org');
+		ROLLBACK;}), 't', 'coordinator: a check sees the email its own transaction inserted, uncommitted');
+# A transaction holding the table exclusively would have the check wait for it on the nodes
+# (Citus's deadlock detection ends the sample scan's wait after a while; the runner's waits).
+($code, $stdout, $stderr) = try_sql($coordinator, q{BEGIN; TRUNCATE members;
+		SELECT bloom_index_contains('members_email_bloom', 'member1@mail.com'); ROLLBACK;});
+is($code, '55006', 'coordinator: a check in a transaction that truncated the table is refused (55006), at once');
+($code, $stdout, $stderr) = try_sql($coordinator, q{BEGIN; TRUNCATE events;
+		SELECT bloom_index_contains('events_email_bloom', 'event1@mail.com'); ROLLBACK;});
+is($code, '55006', 'coordinator: a check of a partitioned table in a transaction that truncated it is refused (55006), never left waiting');
+# Privileges: checked on the coordinator, and as the calling role on the nodes.
+($code, $stdout, $stderr) = try_sql($coordinator, q{SELECT bloom_index_contains('members_email_bloom', 'member1@mail.com')}, 'outsider');
+is($code, '42501', 'coordinator, as a role without SELECT on members: refused (42501)');
+my ($revoked_shard, $revoked_port) = split /\|/, $coordinator->safe_psql('postgres',
+	q{SELECT shardid, nodeport FROM citus_shards WHERE table_name = 'members'::regclass ORDER BY shardid LIMIT 1});
+my ($revoked_node) = grep { $_->port == $revoked_port } @workers;
+$revoked_node->safe_psql('postgres', "REVOKE SELECT (email) ON members_$revoked_shard FROM reader");
+($code, $stdout, $stderr) = try_sql($coordinator, q{SELECT bloom_index_contains('members_email_bloom', 'member1@mail.com')}, 'reader');
+is($code, '42501', 'coordinator: a shard whose node does not let the caller read it: the check fails (42501)');
+like($stderr, qr/permission denied for table members_$revoked_shard.*while executing command on 127\.0\.0\.1:$revoked_port/s,
+	"the node checks as the calling role: permission denied for table members_$revoked_shard");
+$revoked_node->safe_psql('postgres', "GRANT SELECT (email) ON members_$revoked_shard TO reader");
+is(member_checks(q{bloom_index_contains('users_email_bloom', e)},
+		'ARRAY[' . join(',', map { "'$_'" } split /\n/, $coordinator->safe_psql('postgres', q{SELECT email FROM users WHERE email LIKE 'new%'})) . ']'),
+	"$total true, 0 false, 0 null", "coordinator: the check of users finds each of the $total emails the writers inserted in 5");
+
+# A statement the way a node receives a shard check from the runner never asks the nodes in turn
+# (should a shard index's name resolve to a Citus table's index there, it would ask them again).
+($code, $stdout, $stderr) = try_sql($workers[0],
+	q{/* bloomfilter shard check */ SELECT bloom_index_contains('events_email_bloom'::regclass, 'event1@mail.com')});
+is($code, '0A000', "a shard check (as a node receives it) on a Citus table's index is refused (0A000), never sent on");
+# The runner (a partitioned table) connects to each node as the caller too: a shard the node does
+# not let it read fails the check there (38000, the node's message).
+$coordinator->safe_psql('postgres', 'GRANT SELECT (email) ON events TO reader');
+is(answer($coordinator, q{SELECT bloom_index_contains('events_email_bloom', 'event1@mail.com')}, 'reader'), 't',
+	'coordinator, as reader: the check of the partitioned table answers');
+my ($event_shard, $event_port) = split /\|/, $coordinator->safe_psql('postgres',
+	q{SELECT shardid, nodeport FROM citus_shards WHERE table_name = 'events'::regclass ORDER BY shardid LIMIT 1});
+my ($event_node) = grep { $_->port == $event_port } @workers;
+$event_node->safe_psql('postgres', "REVOKE SELECT (email) ON events_$event_shard FROM reader");
+($code, $stdout, $stderr) = try_sql($coordinator, q{SELECT bloom_index_contains('events_email_bloom', 'event1@mail.com')}, 'reader');
+like("$code $stderr", qr/^38000 .*on node 127\.0\.0\.1:$event_port.*permission denied for table events_$event_shard/s,
+	"coordinator: the runner's check fails where the node refuses the caller (38000, permission denied for table events_$event_shard)");
+$event_node->safe_psql('postgres', "GRANT SELECT (email) ON events_$event_shard TO reader");
+# In a statement Citus pushes down to the shards, the check runs on a node, in a shard's query,
+# where Citus refuses a query of all shards: an error, never an answer.
+($code, $stdout, $stderr) = try_sql($coordinator, q{SELECT count(*) FROM unnest(ARRAY(SELECT email FROM members
+		WHERE email LIKE 'member1%')) e WHERE bloom_index_contains('members_email_bloom', e)});
+is("$code " . ($stderr =~ /(cannot execute a distributed query from a query on a shard)/)[0] // $stderr,
+	'XX000 cannot execute a distributed query from a query on a shard',
+	'coordinator: a check inside a statement Citus pushes down to the shards: refused by Citus (XX000)');
+# Names: the index's name is resolved on the coordinator; a name that is not one is an error.
+($code) = try_sql($coordinator, q{SELECT bloom_index_contains('members_email_bloom''; SELECT 1; --', 'x')});
+isnt($code, 'none', "coordinator: an index name with SQL in it resolves to nothing: an error ($code)");
+
+# A shard moved while 4 writers insert and a reader checks registered emails.
+my $member_shard = $coordinator->safe_psql('postgres',
+	q{SELECT shardid FROM citus_shards WHERE table_name = 'members'::regclass ORDER BY shardid LIMIT 1 OFFSET 1});
+my $member_port = $coordinator->safe_psql('postgres', "SELECT nodeport FROM citus_shards WHERE shardid = $member_shard");
+my ($member_from) = grep { $_->port == $member_port } @workers;
+my ($member_to) = grep { $_ != $member_from } @workers;
+PostgreSQL::Test::Utils::append_to_file("$dir/member_insert.sql", q{\set n random(1, 1000000000)
+INSERT INTO members (email, token, code) VALUES ('joined' || :client_id || '.' || :n || '@mail.com', '\x00', 0);
+});
+PostgreSQL::Test::Utils::append_to_file("$dir/member_check.sql", q{\set n random(1, 10000)
+SELECT bloom_index_contains('members_email_bloom', 'member' || :n || '@mail.com') AS taken \gset
+\if :taken
+\else
+SELECT 'false negative for member' || :n || '@mail.com' AS error, 1 / 0;
+\endif
+});
+$writers = start_pgbench($coordinator, 'postgres', '-c', $writes, '-t', $per_writer, '-R', 400, '-f', "$dir/member_insert.sql");
+$reader = start_pgbench($coordinator, 'postgres', '-c', 1, '-t', 600, '-R', 200, '-f', "$dir/member_check.sql");
+my $joined = q{SELECT count(*) FROM members WHERE email LIKE 'joined%'};
+$coordinator->poll_query_until('postgres', "SELECT ($joined) >= 100") or die 'the writers do not write';
+$before = $coordinator->safe_psql('postgres', $joined);
+$coordinator->safe_psql('postgres', "SELECT citus_move_shard_placement($member_shard, '127.0.0.1', ${\ $member_from->port }, "
+	. "'127.0.0.1', ${\ $member_to->port }, shard_transfer_mode := 'block_writes')");
+$after = $coordinator->safe_psql('postgres', $joined);
+note("moved shard $member_shard of members from ${\ $member_from->name } to ${\ $member_to->name }; joined emails: $before before, $after after");
+cmp_ok($after, '<', $total, "the move of members' shard ended while the writers were writing ($before, then $after, of $total)");
+($ok, $out, $err) = finish_pgbench($writers);
+ok($ok && $out =~ m{actually processed: $total/$total} && $out =~ /number of failed transactions: 0 /,
+	"$writes writers into members: each insert committed ($total)") or diag("$out\n$err");
+($ok, $out, $err) = finish_pgbench($reader);
+ok($ok && $out =~ m{actually processed: 600/600}, 'a reader during the move: 600 checks of registered emails on the coordinator, all true, no error')
+	or diag("$out\n$err");
+is($coordinator->safe_psql('postgres', "SELECT nodeport FROM citus_shards WHERE shardid = $member_shard"), $member_to->port,
+	"members' shard $member_shard is on " . $member_to->name);
+$coordinator->safe_psql('postgres', 'CALL citus_cleanup_orphaned_resources()');
+# The emails fetched first: a statement reading members that Citus pushes down to the shards runs
+# the check there, where Citus refuses its query of all shards (below).
+my $joined_emails = 'ARRAY[' . join(',', map { "'$_'" } split /\n/,
+	$coordinator->safe_psql('postgres', q{SELECT email FROM members WHERE email LIKE 'joined%'})) . ']';
+is(member_checks(q{bloom_index_contains('members_email_bloom', e)}, $joined_emails), "$total true, 0 false, 0 null",
+	"coordinator, after the move and the cleanup: each of the $total emails the writers inserted is found");
+is(member_checks(q{bloom_index_contains('members_email_bloom', e)}, $registered_members), '200 true, 0 false, 0 null',
+	'coordinator, after the move: the 200 registered emails are found');
 
 $_->stop for $coordinator, @workers;
 done_testing();

@@ -103,6 +103,19 @@ void check_may_read(Relation index, const IndexCheck *check, const char *functio
 void check_may_read_shards(Relation index, const IndexCheck *check, const char *function);
 // Whether the table is a Citus distributed, reference or local table (its rows in shards).
 bool citus_table(Oid heap_oid);
+// A check of a Citus table's index against its shards' indexes, each read on its node by
+// `function` (the caller's: bloom_index_contains or bloom_index_contains_key, function_oid) as
+// the caller: present when one says so, null when each gives NULL (an expression index).
+enum class ShardAnswer { absent, present, null };
+// The same, over the connections of this transaction (Citus's executor): whether one shard's
+// index may hold the key (its text form and type). Not for a partitioned table.
+// `function_oid`: bloom_index_contains's, whose schema holds bloom_index_probe.
+bool shards_probe(Relation index, Oid heap_oid, Oid function_oid, const char *function,
+                  const char *key_text, Oid key_type);
+// bloom_index_contains_key(index, key) called from C.
+bool index_contains_key(Oid index_oid, Datum key, Oid key_type, bool *is_null);
+ShardAnswer shards_contain(Relation index, Oid heap_oid, Oid function_oid, const char *function,
+                           Datum value, Oid value_type);
 // Whether the caller has the table owner's privileges (is the owner, a member of it, or a
 // superuser): the owner's code may then run as the owner on its behalf.
 bool has_owner_privileges(Oid heap_owner);

@@ -4,10 +4,12 @@
 
 extern "C" {
 #include "access/genam.h"
+#include "access/parallel.h"
 #include "access/relation.h"
 #include "access/table.h"
 #include "catalog/index.h"
 #include "executor/executor.h"
+#include "nodes/makefuncs.h"
 #include "partitioning/partbounds.h"
 #include "partitioning/partdesc.h"
 #include "utils/guc.h"
@@ -209,8 +211,10 @@ bool partitions_contain(const IndexCheck *check, Oid table, bool routable, Oid i
 // executor checks a statement's: a REVOKE another session committed, or a GRANT a rolled-back
 // subtransaction made, takes effect at once. *run_as: the role an expression index's expression
 // runs as, the owner for a caller with its privileges, else the caller (built-in code alone).
+// *sharded: a Citus table's index, whose shards' indexes answer (shards_contain).
 IndexCheck *open_for_check(FunctionCallInfo fcinfo, const char *function, bool by_name,
-                           Oid value_type, bool key_given, Relation *opened, Oid *run_as) {
+                           Oid value_type, bool key_given, Relation *opened, Oid *run_as,
+                           bool *sharded) {
     Oid heap_oid = InvalidOid;
     // fn_extra: the name this call site resolved last.
     const Oid index_oid =
@@ -221,7 +225,9 @@ IndexCheck *open_for_check(FunctionCallInfo fcinfo, const char *function, bool b
     Relation index = open_bloomfilter_index(index_oid, heap_oid);
     *opened = index;
     IndexCheck *check = index_check(index);
-    check_may_read(index, check, function);
+    // The same privileges for a Citus table's index, whose shards' nodes check them again.
+    *sharded = citus_table(check->heap_oid);
+    check_may_read_shards(index, check, function);
     check_partitions_indexed(index, check);
     Oid key_type = check->column_type;
     *run_as = GetUserId();
@@ -345,8 +351,50 @@ Datum check_index(FunctionCallInfo fcinfo, const char *function, bool by_name, b
     const Oid value_type = get_fn_expr_argtype(fcinfo->flinfo, 1);
     Relation index;
     Oid run_as;
+    bool sharded;
     IndexCheck *check =
-        open_for_check(fcinfo, function, by_name, value_type, key_given, &index, &run_as);
+        open_for_check(fcinfo, function, by_name, value_type, key_given, &index, &run_as, &sharded);
+    // In a parallel worker Citus's executor cannot take part in the transaction: the runner.
+    if (sharded && !check->partitioned && !IsParallelWorker()) {
+        // The shell's index holds no rows: the shards' indexes answer, for the key worked out
+        // here (an expression index's expression applied as on one server).
+        Datum key = PG_GETARG_DATUM(1);
+        Oid key_type = value_type;
+        bool is_null = false;
+        Datum column_value;
+        if (!key_given && check->expression) {
+            if (!value_as_column(key, value_type, check->column_type, &column_value)) {
+                index_close(index, NoLock);
+                PG_RETURN_BOOL(false);  // no row of the column's type has it
+            }
+            key = evaluate_expression(check, run_as, column_value, &is_null);
+            key_type = TupleDescAttr(RelationGetDescr(index), 0)->atttypid;
+        }
+        char *key_text = nullptr;
+        if (!is_null) {
+            Oid output;
+            bool varlena;
+            getTypeOutputInfo(key_type, &output, &varlena);
+            key_text = OidOutputFunctionCall(output, key);
+        }
+        if (check->expression) ResetPerTupleExprContext(check->estate);
+        const bool present =
+            !is_null && shards_probe(index, check->heap_oid, fcinfo->flinfo->fn_oid, function,
+                                     key_text, getBaseType(key_type));
+        index_close(index, NoLock);
+        if (is_null) PG_RETURN_NULL();
+        PG_RETURN_BOOL(present);
+    }
+    if (sharded) {
+        // A partitioned table's shards, or a parallel worker's check: each node asked on a
+        // connection of its own, with the value (not a key worked out here); the same checks
+        // are made there.
+        const ShardAnswer answer = shards_contain(index, check->heap_oid, fcinfo->flinfo->fn_oid,
+                                                  function, PG_GETARG_DATUM(1), value_type);
+        index_close(index, NoLock);
+        if (answer == ShardAnswer::null) PG_RETURN_NULL();
+        PG_RETURN_BOOL(answer == ShardAnswer::present);
+    }
     KeyHash h;
     KeyOutcome outcome = KeyOutcome::hash;
     if (key_given)
@@ -364,6 +412,38 @@ Datum check_index(FunctionCallInfo fcinfo, const char *function, bool by_name, b
 }
 
 }  // namespace
+
+namespace bloomfilter {
+
+// bloom_index_contains_key(index, key) called from C: a call expression of the key's type stands
+// for the SQL one (check_index reads the argument's type from it).
+bool index_contains_key(Oid index_oid, Datum key, Oid key_type, bool *is_null) {
+    FmgrInfo flinfo;
+    memset(&flinfo, 0, sizeof(flinfo));
+    flinfo.fn_oid = InvalidOid;
+    flinfo.fn_nargs = 2;
+    flinfo.fn_strict = true;
+    flinfo.fn_mcxt = CurrentMemoryContext;
+    int16 length;
+    bool by_value;
+    get_typlenbyval(key_type, &length, &by_value);
+    List *args = list_make2(makeConst(REGCLASSOID, -1, InvalidOid, sizeof(Oid),
+                                      ObjectIdGetDatum(index_oid), false, true),
+                            makeConst(key_type, -1, InvalidOid, length, key, false, by_value));
+    flinfo.fn_expr = reinterpret_cast<Node *>(
+        makeFuncExpr(InvalidOid, BOOLOID, args, InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL));
+    LOCAL_FCINFO(fcinfo, 2);
+    InitFunctionCallInfoData(*fcinfo, &flinfo, 2, InvalidOid, nullptr, nullptr);
+    fcinfo->args[0].value = ObjectIdGetDatum(index_oid);
+    fcinfo->args[0].isnull = false;
+    fcinfo->args[1].value = key;
+    fcinfo->args[1].isnull = false;
+    const Datum present = check_index(fcinfo, "bloom_index_contains_key", false, true);
+    *is_null = fcinfo->isnull;
+    return !fcinfo->isnull && DatumGetBool(present);
+}
+
+}  // namespace bloomfilter
 
 // bloom_index_contains(index, value): false when no row of the index's table has that key
 // (for an expression index: that the expression gives for the value); true when one probably
