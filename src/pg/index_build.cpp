@@ -286,6 +286,11 @@ void build_sorted(Relation heap, Relation index, IndexInfo *index_info, const Bu
     uint64_t capacity = parameters.capacity;
     if (layered) {
         capacity = first_layer_capacity(options, state.inserted);
+        // Without room for twice the rows (past the largest filter), room for the rows.
+        if (layer_parameters(capacity, options.error_rate, options.expansion, 0, &parameters) !=
+                Status::ok &&
+            capacity > state.inserted)
+            capacity = Max(state.inserted, uint64_t(options.capacity));
         if (layer_parameters(capacity, options.error_rate, options.expansion, 0, &parameters) !=
             Status::ok)
             report_parameters(Status::capacity_out_of_range, int64(capacity), options.error_rate);
