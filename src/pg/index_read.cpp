@@ -92,6 +92,15 @@ void emit_page_change(void *arg, uint64_t begin, const uint8_t *bytes, uint32_t 
     emit_change(arg, static_cast<const ChangesOutput *>(arg)->base + begin, bytes, length);
 }
 
+// Whether the metapage was written by a WAL record past `since`, or has no WAL position.
+bool metapage_changed(Relation index, XLogRecPtr since) {
+    Buffer buffer = ReadBuffer(index, kMetaBlock);
+    LockBuffer(buffer, BUFFER_LOCK_SHARE);
+    const XLogRecPtr lsn = PageGetLSN(BufferGetPage(buffer));
+    UnlockReleaseBuffer(buffer);
+    return lsn > since || lsn == InvalidXLogRecPtr;
+}
+
 }  // namespace
 
 // bloom_index_changes(index, since): what changed in the index's filter after WAL position
@@ -99,9 +108,10 @@ void emit_page_change(void *arg, uint64_t begin, const uint8_t *bytes, uint32_t 
 // the value bloom_index_filter gives to bring it up to date. The first row is always the
 // value's header (offset 0; one whose first 28 bytes differ from the copy's means the index was
 // rebuilt with other parameters, or, for a layered index, has another number of layers: read it
-// whole again), and next_lsn, the same on every row, is the `since` of the next call. It is
-// taken before the layers are counted and the pages read, so a change made meanwhile is
-// returned now or next time, and a layer published meanwhile shows in the next call's header.
+// whole again), then a layered index's layer 0 header, and next_lsn, the same on every row, is the
+// `since` of the next call. It is taken before the layers are counted and the pages read, so a
+// change made meanwhile is returned now or next time, and a layer published meanwhile shows in the
+// next call's header.
 extern "C" Datum bloom_index_changes(PG_FUNCTION_ARGS) {
     const XLogRecPtr since = PG_GETARG_LSN(1);
     Relation index = open_filter_index(PG_GETARG_OID(0), "bloom_index_changes");
@@ -117,6 +127,15 @@ extern "C" Datum bloom_index_changes(PG_FUNCTION_ARGS) {
     uint8_t header[kHeaderBytes];
     index_value_header(layout, layers, header);
     emit_change(&out, 0, header, kHeaderBytes);
+    // Layer 0's header holds the build's keys too (bloom_index_filter): a copy made before a
+    // REINDEX that kept the parameters has the old count there. It is on the metapage, returned
+    // when the metapage changed after `since` (or has no WAL position, as changed_pages).
+    if (layered && metapage_changed(index, since)) {
+        uint8_t first[kHeaderBytes];
+        write_header(layout.first().parameters, first);
+        write_inserted(first, layout.inserted_by_build);
+        emit_change(&out, layers.offset[0], first, kHeaderBytes);
+    }
     for (uint32_t n = 0; n < layout.layer_count; n++) {
         out.base = (layered ? layers.offset[n] : 0) + kHeaderBytes;
         changed_pages(index, layout.layers[n], layered, since, emit_page_change, &out);
