@@ -79,3 +79,58 @@ CREATE FUNCTION bloom_index_probe(pg_catalog.internal) RETURNS pg_catalog.tsm_ha
     AS 'MODULE_PATHNAME', 'bloom_index_probe' LANGUAGE C STRICT;
 COMMENT ON FUNCTION bloom_index_probe(pg_catalog.internal) IS 'tablesample method: a row of a Citus shard whose bloomfilter index may hold a key, none otherwise';
 COMMENT ON FUNCTION bloom_index_shards(pg_catalog.regclass) IS 'the shards'' indexes of a Citus table''s bloomfilter index: shard id, index name, node host and port';
+
+-- An index made before 2.2 keeps its fixed size, also through REINDEX: 2.2 makes a new index
+-- without `expansion` grow (expansion = 2), so each bloomfilter index without the option is given
+-- expansion = 0 here (one that has it keeps it). Until this update runs the library builds an
+-- index without the option with a fixed size, as 2.1 did. The script runs as a superuser (the
+-- extension is trusted): it runs no one's code, quotes every name with format('%I'), and
+-- qualifies every operator. Other sessions' temporary indexes are left (they cannot be altered
+-- and go with their session). PostgreSQL refuses ALTER INDEX ... SET on a partitioned index but
+-- gives its options to the index of each partition created later, so a partitioned index's
+-- options are set in pg_class, as ALTER INDEX would set them.
+DO $$
+DECLARE
+  index_found record;
+BEGIN
+  FOR index_found IN
+    SELECT c.oid, n.nspname, c.relname, c.relkind
+    FROM pg_catalog.pg_class c
+    JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+    JOIN pg_catalog.pg_am a ON a.oid OPERATOR(pg_catalog.=) c.relam
+    WHERE a.amname OPERATOR(pg_catalog.=) 'bloomfilter'::pg_catalog.name
+      AND c.relkind OPERATOR(pg_catalog.=) ANY (ARRAY['i', 'I']::pg_catalog."char"[])
+      AND (c.relpersistence OPERATOR(pg_catalog.<>) 't'::pg_catalog."char"
+           OR c.relnamespace OPERATOR(pg_catalog.=) pg_catalog.pg_my_temp_schema())
+      AND NOT EXISTS (SELECT FROM pg_catalog.unnest(c.reloptions) o
+                      WHERE o OPERATOR(pg_catalog.~~) 'expansion=%'::pg_catalog.text)
+    ORDER BY c.oid
+  LOOP
+    IF index_found.relkind OPERATOR(pg_catalog.=) 'i'::pg_catalog."char" THEN
+      EXECUTE pg_catalog.format('ALTER INDEX %I.%I SET (expansion = 0)',
+                                index_found.nspname, index_found.relname);
+    ELSE
+      UPDATE pg_catalog.pg_class
+      SET reloptions = pg_catalog.array_append(
+            COALESCE(reloptions, ARRAY[]::pg_catalog.text[]), 'expansion=0'::pg_catalog.text)
+      WHERE oid OPERATOR(pg_catalog.=) index_found.oid;
+    END IF;
+  END LOOP;
+END $$;
+
+-- bloom_index_info in C, with two more columns: `layers` (a check reads a page per layer) and
+-- `advice`, 'rebuild' when needs_rebuild, 'compact' when a layered index has more than one
+-- layer (REINDEX makes one, sized for the rows), else null. For a layered index it reads the
+-- layers' pages (no longer bloom_info of bloom_index_filter, which may be too large for one
+-- value): capacity, bits, bits set and estimated count summed over the layers, hashes null, the
+-- rate of a key absent from every layer, and needs_rebuild when that rate is past 1.05 x
+-- error_rate. An index of fixed size gives the same as before.
+DROP FUNCTION bloom_index_info(pg_catalog.regclass);
+CREATE FUNCTION bloom_index_info(index pg_catalog.regclass,
+    OUT capacity pg_catalog.int8, OUT error_rate pg_catalog.float8, OUT bits pg_catalog.int8,
+    OUT hashes pg_catalog.int4, OUT bytes pg_catalog.int8, OUT inserted pg_catalog.int8,
+    OUT bits_set pg_catalog.int8, OUT fill pg_catalog.float8, OUT estimated_count pg_catalog.float8,
+    OUT estimated_error_rate pg_catalog.float8, OUT needs_rebuild pg_catalog.bool,
+    OUT layers pg_catalog.int4, OUT advice pg_catalog.text)
+    AS 'MODULE_PATHNAME', 'bloom_index_info' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_index_info(pg_catalog.regclass) IS 'size, fill and estimated error rate of a bloomfilter index (summed over its layers), whether it needs a rebuild, and advice: rebuild, or compact (REINDEX) a grown index';

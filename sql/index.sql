@@ -6,8 +6,9 @@ RESET client_min_messages;
 
 CREATE TABLE index_users (id bigserial PRIMARY KEY, email text NOT NULL, deleted_at timestamptz);
 INSERT INTO index_users (email) SELECT 'user' || i || '@mail.com' FROM generate_series(1, 20000) i;
+-- Of a fixed size (expansion = 0): its filter is one bloom value, as bloom_agg makes it.
 CREATE INDEX index_users_email ON index_users USING bloomfilter (email)
-  WITH (capacity = 50000, error_rate = 0.01);
+  WITH (capacity = 50000, error_rate = 0.01, expansion = 0);
 
 -- The article's test: user7 present, ghost absent. A string literal needs no cast.
 SELECT bloom_index_contains('index_users_email', 'user7@mail.com') AS user7,
@@ -58,9 +59,10 @@ SELECT overlay(f PLACING c.bytes FROM c.byte_offset::int + 1) = bloom_index_filt
 FROM followed_copy, bloom_index_changes('index_users_email', :'next_lsn') c WHERE c.byte_offset > 0;
 
 -- A temporary table's index: its pages carry no WAL position, so every page is returned, and
--- a copy brought up to date with them holds a key added after the copy was made.
+-- a copy brought up to date with them holds a key added after the copy was made (one filter:
+-- a layered value also has its layer 0 header among the rows).
 CREATE TEMP TABLE index_temp (k text);
-CREATE INDEX index_temp_k ON index_temp USING bloomfilter (k) WITH (capacity = 1000);
+CREATE INDEX index_temp_k ON index_temp USING bloomfilter (k) WITH (capacity = 1000, expansion = 0);
 CREATE TEMP TABLE temp_copy AS SELECT bloom_index_filter('index_temp_k')::bytea AS f;
 SELECT max(next_lsn) AS temp_next_lsn FROM bloom_index_changes('index_temp_k', '0/0') \gset
 INSERT INTO index_temp VALUES ('temp@mail.com');
@@ -81,12 +83,12 @@ SELECT bloom_index_contains('index_users_email', 'user2@mail.com') AS deleted_st
 CREATE TABLE index_keys (s smallint, i integer, b bigint, v varchar(40), t text, d bytea, u uuid);
 INSERT INTO index_keys SELECT g, g * 1000, g::bigint * 1000000000, 'v' || g, 't' || g,
   int8send(g), md5(g::text)::uuid FROM generate_series(1, 1000) g;
-CREATE INDEX index_keys_s ON index_keys USING bloomfilter (s) WITH (capacity = 1000);
-CREATE INDEX index_keys_i ON index_keys USING bloomfilter (i) WITH (capacity = 1000);
-CREATE INDEX index_keys_b ON index_keys USING bloomfilter (b) WITH (capacity = 1000);
-CREATE INDEX index_keys_v ON index_keys USING bloomfilter (v) WITH (capacity = 1000);
-CREATE INDEX index_keys_d ON index_keys USING bloomfilter (d) WITH (capacity = 1000);
-CREATE INDEX index_keys_u ON index_keys USING bloomfilter (u) WITH (capacity = 1000);
+CREATE INDEX index_keys_s ON index_keys USING bloomfilter (s) WITH (capacity = 1000, expansion = 0);
+CREATE INDEX index_keys_i ON index_keys USING bloomfilter (i) WITH (capacity = 1000, expansion = 0);
+CREATE INDEX index_keys_b ON index_keys USING bloomfilter (b) WITH (capacity = 1000, expansion = 0);
+CREATE INDEX index_keys_v ON index_keys USING bloomfilter (v) WITH (capacity = 1000, expansion = 0);
+CREATE INDEX index_keys_d ON index_keys USING bloomfilter (d) WITH (capacity = 1000, expansion = 0);
+CREATE INDEX index_keys_u ON index_keys USING bloomfilter (u) WITH (capacity = 1000, expansion = 0);
 SELECT bloom_index_filter('index_keys_s') = (SELECT bloom_agg(s::bigint, 1000, 0.01) FROM index_keys) AS smallint_as_bigint,
        bloom_index_filter('index_keys_i') = (SELECT bloom_agg(i::bigint, 1000, 0.01) FROM index_keys) AS integer_as_bigint,
        bloom_index_filter('index_keys_b') = (SELECT bloom_agg(b, 1000, 0.01) FROM index_keys) AS bigint,
@@ -104,7 +106,7 @@ SELECT bloom_hash(7::smallint) = bloom_hash(7::bigint) AS int2, bloom_hash(7) = 
 SELECT bloom_index_contains('index_keys_s', 70000) AS beyond_smallint;
 
 -- An expression index follows the table's uniqueness rule: the value goes through it.
-CREATE INDEX index_users_email_ci ON index_users USING bloomfilter (lower(email)) WITH (capacity = 50000);
+CREATE INDEX index_users_email_ci ON index_users USING bloomfilter (lower(email)) WITH (capacity = 50000, expansion = 0);
 SELECT bloom_index_contains('index_users_email_ci', 'USER17@mail.com') AS upper_case_found,
        bloom_index_contains('index_users_email_ci', 'Ghost@mail.com') AS ghost;
 SELECT bloom_index_filter('index_users_email_ci') = (SELECT bloom_agg(lower(email), 50000, 0.01) FROM index_users) AS ci_equals_agg;
@@ -150,9 +152,9 @@ REINDEX INDEX index_users_email;
 SELECT capacity, needs_rebuild FROM bloom_index_info('index_users_email');
 REINDEX INDEX CONCURRENTLY index_users_email;
 SELECT count(*) AS false_negatives_after_reindex FROM index_users WHERE NOT bloom_index_contains('index_users_email', email);
--- Past its capacity, it says it needs a rebuild.
-CREATE INDEX index_users_small ON index_users USING bloomfilter (email) WITH (capacity = 1000);
-SELECT capacity, needs_rebuild FROM bloom_index_info('index_users_small');
+-- Of a fixed size past its capacity, it says it needs a rebuild.
+CREATE INDEX index_users_small ON index_users USING bloomfilter (email) WITH (capacity = 1000, expansion = 0);
+SELECT capacity, needs_rebuild, layers, advice FROM bloom_index_info('index_users_small');
 
 -- Errors, with their SQLSTATEs.
 \set VERBOSITY sqlstate

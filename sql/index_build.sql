@@ -1,4 +1,5 @@
--- CREATE INDEX within maintenance_work_mem: a filter larger than it is built from the keys'
+-- CREATE INDEX within maintenance_work_mem: a filter (of fixed size, expansion = 0; a layered
+-- index is always built sorted) larger than it is built from the keys'
 -- hashes sorted, a slice of pages at a time, and holds the bytes of the build in memory and of
 -- bloom_agg(col, capacity, error_rate), whatever the filter's block size.
 SET client_min_messages = warning;
@@ -19,10 +20,10 @@ DECLARE
   aggregated bloom;
 BEGIN
   SET LOCAL maintenance_work_mem = '1MB';
-  EXECUTE format('CREATE INDEX build_sliced ON %s USING bloomfilter (email) WITH (capacity = %s, error_rate = %s)',
+  EXECUTE format('CREATE INDEX build_sliced ON %s USING bloomfilter (email) WITH (capacity = %s, error_rate = %s, expansion = 0)',
                  tab, capacity, error_rate);
   SET LOCAL maintenance_work_mem = '1GB';
-  EXECUTE format('CREATE INDEX build_whole ON %s USING bloomfilter (email) WITH (capacity = %s, error_rate = %s)',
+  EXECUTE format('CREATE INDEX build_whole ON %s USING bloomfilter (email) WITH (capacity = %s, error_rate = %s, expansion = 0)',
                  tab, capacity, error_rate);
   sliced := bloom_index_filter('build_sliced');
   whole := bloom_index_filter('build_whole');
@@ -39,7 +40,7 @@ SELECT * FROM build_both(20000000, 0.5);
 SELECT * FROM build_both(3000000, 0.01, 'build_empty');
 -- REINDEX and an expression index take the same way.
 SET maintenance_work_mem = '1MB';
-CREATE INDEX build_lower ON build_input USING bloomfilter (lower(email)) WITH (capacity = 2000000);
+CREATE INDEX build_lower ON build_input USING bloomfilter (lower(email)) WITH (capacity = 2000000, expansion = 0);
 REINDEX INDEX build_lower;
 SELECT bloom_index_filter('build_lower') = bloom_agg(lower(email), 2000000, 0.01) AS same,
        (bloom_info(bloom_index_filter('build_lower'))).inserted

@@ -30,15 +30,16 @@ ALTER TABLE compressed_filters ALTER COLUMN f SET STORAGE EXTENDED;
 INSERT INTO compressed_filters SELECT 'sparse_1m', bloom_agg('user' || i || '@mail.com', 1000000, 0.01) FROM generate_series(1, 1000) i;
 INSERT INTO compressed_filters VALUES ('empty_1m', bloom_empty(1000000));
 
--- bloomfilter indexes: one over a text column (the default error rate), one over a bigint
--- column of a table in another schema (p = 0.001).
+-- bloomfilter indexes of fixed size (their filters compare with bloom_agg's): one over a text
+-- column (the default error rate), one over a bigint column of a table in another schema
+-- (p = 0.001).
 CREATE TABLE users (id bigserial PRIMARY KEY, email text NOT NULL UNIQUE);
 INSERT INTO users (email) SELECT 'user' || i || '@mail.com' FROM generate_series(1, 20000) i;
-CREATE INDEX users_email_bloom ON users USING bloomfilter (email) WITH (capacity = 100000);
+CREATE INDEX users_email_bloom ON users USING bloomfilter (email) WITH (capacity = 100000, expansion = 0);
 CREATE SCHEMA app;
 CREATE TABLE app.accounts (id bigint PRIMARY KEY);
 INSERT INTO app.accounts SELECT generate_series(1, 5000);
-CREATE INDEX accounts_id_bloom ON app.accounts USING bloomfilter (id) WITH (capacity = 50000, error_rate = 0.001);
+CREATE INDEX accounts_id_bloom ON app.accounts USING bloomfilter (id) WITH (capacity = 50000, error_rate = 0.001, expansion = 0);
 });
 
 # Every bloom value: its md5, length and how it is stored.
@@ -76,8 +77,8 @@ is($node->safe_psql('source', q{SELECT octet_length(f::bytea) FROM filters WHERE
 my $source_indexes = $node->safe_psql('source', $indexes_sql);
 is(join("\n", map { join('|', (split /\|/)[ 0 .. 2 ]) } split /\n/, $source_indexes),
 	join("\n",
-		q{CREATE INDEX accounts_id_bloom ON app.accounts USING bloomfilter (id) WITH (capacity='50000', error_rate='0.001')|t|92196},
-		q{CREATE INDEX users_email_bloom ON public.users USING bloomfilter (email) WITH (capacity='100000')|t|120868}),
+		q{CREATE INDEX accounts_id_bloom ON app.accounts USING bloomfilter (id) WITH (capacity='50000', error_rate='0.001', expansion='0')|t|92196},
+		q{CREATE INDEX users_email_bloom ON public.users USING bloomfilter (email) WITH (capacity='100000', expansion='0')|t|120868}),
 	'source: two valid bloomfilter indexes, text and bigint (definition, valid, bytes)');
 is($node->safe_psql('source', $agg_equal_sql), 'true true', 'source: each index\'s filter equals bloom_agg over its rows');
 is($node->safe_psql('source', $false_negatives_sql), '0', 'source: every row found by bloom_index_contains');

@@ -24,7 +24,7 @@ CREATE TABLE committed (email text NOT NULL);
 -- A bloomfilter index: each insert sets its key's bits in one page of the index, WAL-logged.
 CREATE TABLE users (id bigserial PRIMARY KEY, email text NOT NULL UNIQUE);
 INSERT INTO users (email) SELECT 'user' || i || '@mail.com' FROM generate_series(1, 100000) i;
-CREATE INDEX users_email_bloom ON users USING bloomfilter (email) WITH (capacity = 1000000);
+CREATE INDEX users_email_bloom ON users USING bloomfilter (email) WITH (capacity = 1000000, expansion = 0);
 VACUUM ANALYZE;
 CHECKPOINT;
 });

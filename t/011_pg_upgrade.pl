@@ -6,7 +6,8 @@
 # table and fails naming the first row whose key is missing), they take new rows and find them,
 # and a follower's copy of a filter
 # taken on the old cluster is brought up to date by bloom_index_changes after a WAL position of
-# the old cluster.
+# the old cluster. A database whose extension is at 2.1 keeps its index's fixed size through
+# REINDEX, before and after ALTER EXTENSION UPDATE.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -96,6 +97,12 @@ for my $mode (sort keys %modes) {
 	my $old = new_node("old_$mode");
 	my $bindir = $old->config_data('--bindir');
 	$old->safe_psql('postgres', $schema);
+	# A database whose extension is still at 2.1, with an index made without options.
+	$old->safe_psql('postgres', 'CREATE DATABASE at21');
+	$old->safe_psql('at21', q{CREATE EXTENSION bloomfilter VERSION '2.1';
+		CREATE TABLE t (k text);
+		INSERT INTO t SELECT 'k' || i FROM generate_series(1, 3000) i;
+		CREATE INDEX t_k ON t USING bloomfilter (k);});
 	is($old->safe_psql('postgres', $missing_sql), join("\n", @expected_missing),
 		"$mode: old cluster: every row's key found (index|rows|missing)");
 	is($old->safe_psql('postgres', $verify_sql), '20000|20000|13334|20000|20000',
@@ -150,6 +157,23 @@ for my $mode (sort keys %modes) {
 		SELECT bloom_contains(refreshed_copy(), 'Upgraded@Mail.com'::text), refreshed_copy() = bloom_index_filter('users_email_bloom'),
 		       (SELECT filter FROM follower)::bloom = bloom_index_filter('users_email_bloom')}),
 		't|t|f', "$mode: new cluster: the follower's copy brought up to date from a WAL position of the old cluster");
+
+	# The database at 2.1: pg_upgrade keeps the extension's version; while it is 2.1 a REINDEX
+	# keeps the index's fixed size (1,000,000 keys: 1,294,336 bytes); the update gives it
+	# expansion = 0, so a REINDEX after it does too; a new index without options grows.
+	is($new->safe_psql('at21', q{SELECT extversion FROM pg_extension WHERE extname = 'bloomfilter'}), '2.1',
+		"$mode: at21: the extension is still at 2.1");
+	$new->safe_psql('at21', 'REINDEX INDEX t_k');
+	is($new->safe_psql('at21', q{SELECT pg_relation_size('t_k')}), '1294336',
+		"$mode: at21: REINDEX before the update keeps the fixed size");
+	$new->safe_psql('at21', 'ALTER EXTENSION bloomfilter UPDATE; REINDEX INDEX t_k;
+		CREATE INDEX t_new ON t USING bloomfilter (k);');
+	is($new->safe_psql('at21', q{SELECT (SELECT reloptions FROM pg_class WHERE relname = 't_k'),
+			(SELECT full_pages IS NULL AND capacity = 1000000 FROM bloom_index_layers('t_k')),
+			(SELECT full_pages IS NOT NULL AND capacity = 10000 FROM bloom_index_layers('t_new')),
+			(SELECT count(*) FROM t WHERE NOT bloom_index_contains('t_k', k) OR NOT bloom_index_contains('t_new', k))}),
+		'{expansion=0}|t|t|0',
+		"$mode: at21: after the update, REINDEX keeps the fixed size; a new index grows; no key missing");
 	$new->stop;
 }
 

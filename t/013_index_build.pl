@@ -27,7 +27,7 @@ SET maintenance_work_mem = '$memory';
 SELECT pg_backend_pid() AS pid \\gset
 SELECT count(email) FROM emails \\g /dev/null
 SELECT (regexp_match(pg_read_file('/proc/' || :pid || '/status'), 'VmHWM:\\s+(\\d+)'))[1]::bigint * 1024 AS base \\gset
-CREATE INDEX $index ON emails USING bloomfilter (email) WITH (capacity = $capacity);
+CREATE INDEX $index ON emails USING bloomfilter (email) WITH (capacity = $capacity, expansion = 0);
 SELECT :base, (regexp_match(pg_read_file('/proc/' || :pid || '/status'), 'VmHWM:\\s+(\\d+)'))[1]::bigint * 1024;
 });
 	return $peak - $base;

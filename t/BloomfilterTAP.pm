@@ -37,15 +37,16 @@ sub new_node {
 }
 
 # create_users(NODE, ROWS): the extension and a users table of ROWS emails with two bloomfilter
-# indexes, users_email_bloom on email and users_email_ci_bloom on lower(email).
+# indexes of fixed size (their filters compare with bloom_agg's), users_email_bloom on email and
+# users_email_ci_bloom on lower(email).
 sub create_users {
 	my ($node, $rows) = @_;
 	$node->safe_psql('postgres', qq{
 		CREATE EXTENSION bloomfilter;
 		CREATE TABLE users (id bigserial PRIMARY KEY, email text NOT NULL UNIQUE);
 		INSERT INTO users (email) SELECT 'user' || i || '\@mail.com' FROM generate_series(1, $rows) i;
-		CREATE INDEX users_email_bloom ON users USING bloomfilter (email) WITH (capacity = 100000);
-		CREATE INDEX users_email_ci_bloom ON users USING bloomfilter (lower(email)) WITH (capacity = 100000);
+		CREATE INDEX users_email_bloom ON users USING bloomfilter (email) WITH (capacity = 100000, expansion = 0);
+		CREATE INDEX users_email_ci_bloom ON users USING bloomfilter (lower(email)) WITH (capacity = 100000, expansion = 0);
 	});
 }
 

@@ -45,10 +45,10 @@ bytea *bloom_am_options(Datum reloptions, bool validate) {
         if (!(options->error_rate > 0.0 && options->error_rate < 1.0))
             report_parameters(Status::error_rate_out_of_range, options->capacity,
                               options->error_rate);
+        const int64 capacity = options->capacity > 0 ? options->capacity : kDefaultCapacity;
         Parameters parameters;
-        report_parameters(
-            size_filter(uint64_t(options->capacity), options->error_rate, &parameters),
-            options->capacity, options->error_rate);
+        report_parameters(size_filter(uint64_t(capacity), options->error_rate, &parameters),
+                          capacity, options->error_rate);
         if (options->expansion == 1)
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                             errmsg("expansion must be 0 (a fixed size) or at least 2")));
@@ -165,17 +165,19 @@ bool is_bloomfilter_index(Relation index) {
 // ways of checking a block this CPU has (about 1 ms) and keeps the fastest (bloom_check_path()).
 void bloomfilter::register_index_options() {
     index_relopt_kind = add_reloption_kind();
+    // Defaults outside the ranges: "not given" (the build decides, index_build.cpp).
     add_int_reloption(index_relopt_kind, "capacity",
-                      "Number of distinct keys the filter is sized for", int(kDefaultCapacity), 1,
-                      PG_INT32_MAX, ShareUpdateExclusiveLock);
+                      "Number of distinct keys the filter is sized for (without it, a growing "
+                      "index's first layer is sized from the rows, a fixed one for 1000000)",
+                      0, 1, PG_INT32_MAX, ShareUpdateExclusiveLock);
     add_real_reloption(index_relopt_kind, "error_rate",
                        "False-positive rate at capacity, between 0 and 1", kDefaultErrorRate, 0.0,
                        1.0, ShareUpdateExclusiveLock);
     // Read by the build: a change takes effect at the next REINDEX.
     add_int_reloption(index_relopt_kind, "expansion",
-                      "0: a fixed size; 2 or more: a layer this many times larger is added when "
-                      "the newest is full",
-                      0, 0, 1024, ShareUpdateExclusiveLock);
+                      "0: a fixed size; 2 or more (2 without it): a layer this many times larger "
+                      "is added when the newest is full",
+                      -1, 0, 1024, ShareUpdateExclusiveLock);
 }
 
 extern "C" Datum bloom_index_handler(PG_FUNCTION_ARGS) {

@@ -10,7 +10,15 @@
 #include <cmath>
 
 extern "C" {
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
 #include "access/tableam.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_extension.h"
+#include "commands/extension.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "catalog/index.h"
 #include "catalog/pg_operator_d.h"
 #include "storage/lmgr.h"
@@ -19,21 +27,74 @@ extern "C" {
 
 namespace bloomfilter {
 
-uint32_t index_expansion(Relation index) {
-    const IndexOptions *options = reinterpret_cast<const IndexOptions *>(index->rd_options);
-    return options ? uint32_t(options->expansion) : 0;
+namespace {
+
+// Whether this database's bloomfilter extension is still at a version before 2.2, whose indexes
+// all had a fixed size: until ALTER EXTENSION UPDATE (whose script gives each of them
+// expansion = 0), an index without `expansion` is built with a fixed size, as 2.1 built it, even
+// by this library.
+bool extension_before_growth() {
+    const Oid extension = get_extension_oid("bloomfilter", true);
+    if (!OidIsValid(extension)) return false;
+    Relation catalog = table_open(ExtensionRelationId, AccessShareLock);
+    ScanKeyData key;
+    ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
+                ObjectIdGetDatum(extension));
+    SysScanDesc scan = systable_beginscan(catalog, ExtensionOidIndexId, true, nullptr, 1, &key);
+    const HeapTuple tuple = systable_getnext(scan);
+    bool before = false;
+    if (HeapTupleIsValid(tuple)) {
+        bool is_null;
+        const Datum version =
+            heap_getattr(tuple, Anum_pg_extension_extversion, RelationGetDescr(catalog), &is_null);
+        if (!is_null) {
+            const char *v = text_to_cstring(DatumGetTextPP(version));
+            static const char *const kOlder[] = {"1.0", "1.1", "1.2", "1.3", "1.4", "2.0", "2.1"};
+            for (const char *old : kOlder) before = before || strcmp(v, old) == 0;
+        }
+    }
+    systable_endscan(scan);
+    table_close(catalog, AccessShareLock);
+    return before;
 }
 
-Parameters index_parameters(Relation index) {
+}  // namespace
+
+BuildOptions build_options(Relation index) {
     const IndexOptions *options = reinterpret_cast<const IndexOptions *>(index->rd_options);
-    const int64 capacity = options ? options->capacity : kDefaultCapacity;
-    const double error_rate = options ? options->error_rate : kDefaultErrorRate;
-    const uint32_t expansion = index_expansion(index);
+    BuildOptions build;
+    build.capacity = options && options->capacity > 0 ? options->capacity : 0;
+    build.error_rate = options ? options->error_rate : kDefaultErrorRate;
+    if (options && options->expansion >= 0) {
+        build.expansion = uint32_t(options->expansion);
+        return build;
+    }
+    // Not given: layers, unless the extension is older or a layer's blocks would not fit in a
+    // page (an error_rate so small that a key's bits take more than a page: see
+    // check_layer_blocks), where a fixed size is what the index can have.
+    Parameters layer;
+    build.expansion = !extension_before_growth() &&
+                              layer_parameters(uint64_t(kDefaultCapacity), build.error_rate,
+                                               kDefaultExpansion, 0, &layer) == Status::ok &&
+                              layer.block_bytes() <= bytes_per_page_for(layer)
+                          ? kDefaultExpansion
+                          : 0;
+    return build;
+}
+
+Parameters index_parameters(const BuildOptions &options) {
+    // Without a capacity, a fixed size is for the 2.1 default, and a layered index's layer 0 is
+    // sized from the rows once they are counted (here, for the smallest it can be).
+    const int64 capacity = options.capacity > 0    ? options.capacity
+                           : options.expansion > 0 ? kMinimumCapacity
+                                                   : kDefaultCapacity;
     Parameters parameters;
     // Layer 0 of a layered index: at half the error rate (see layer_parameters).
     report_parameters(
-        size_filter(uint64_t(capacity), expansion > 0 ? error_rate / 2 : error_rate, &parameters),
-        capacity, error_rate);
+        size_filter(uint64_t(capacity),
+                    options.expansion > 0 ? options.error_rate / 2 : options.error_rate,
+                    &parameters),
+        capacity, options.error_rate);
     parameters.version = kFormatVersion2;
     return parameters;
 }
@@ -54,26 +115,24 @@ uint32_t data_pages_for(const Parameters &parameters) {
 }
 
 // Block 0, logged whole. `header`: the byte format's header, its count of keys `inserted`. A
-// layered index's (expansion > 0) has its layer 0.
-void write_meta_page(Relation index, const uint8_t *header, const Parameters &parameters,
-                     uint64_t inserted, uint64_t capacity = 0) {
+// layered index's (expansion > 0) has its layer 0, for `capacity` keys.
+void write_meta_page(Relation index, const BuildOptions &options, const uint8_t *header,
+                     const Parameters &parameters, uint64_t inserted, uint64_t capacity) {
     Buffer buffer = extend_index(index);
     if (BufferGetBlockNumber(buffer) != kMetaBlock)
         elog(ERROR, "bloomfilter index \"%s\" is not empty", RelationGetRelationName(index));
     GenericXLogState *xlog = GenericXLogStart(index);
     Page page = GenericXLogRegisterBuffer(xlog, buffer, GENERIC_XLOG_FULL_IMAGE);
     init_page(page, kMetaPageFlag);
-    const uint32_t expansion = index_expansion(index);
     size_t meta_bytes;
-    if (expansion > 0) {
-        const IndexOptions *options = reinterpret_cast<const IndexOptions *>(index->rd_options);
+    if (options.expansion > 0) {
         IndexMetaLayered meta{};
         meta.magic = kIndexMagic;
         meta.layout_version = kIndexLayeredVersion;
         meta.layer_count = 1;
-        meta.expansion = expansion;
-        meta.capacity = capacity != 0 ? capacity : uint64_t(options->capacity);
-        meta.error_rate = options->error_rate;
+        meta.expansion = options.expansion;
+        meta.capacity = capacity;
+        meta.error_rate = options.error_rate;
         memcpy(meta.layers[0].header, header, kHeaderBytes);
         write_inserted(meta.layers[0].header, inserted);
         meta.layers[0].first_block = kMetaBlock + 1;
@@ -98,8 +157,8 @@ void write_meta_page(Relation index, const uint8_t *header, const Parameters &pa
 
 // The next data page, holding `length` bytes of the filter's bits, logged whole. A layered
 // index's page has the count of its bits set after its bytes_per_page.
-void write_data_page(Relation index, const uint8_t *bits, uint32_t length,
-                     uint32_t bytes_per_page) {
+void write_data_page(Relation index, const uint8_t *bits, uint32_t length, uint32_t bytes_per_page,
+                     bool layered) {
     CHECK_FOR_INTERRUPTS();
     Buffer buffer = extend_index(index);
     GenericXLogState *xlog = GenericXLogStart(index);
@@ -107,7 +166,7 @@ void write_data_page(Relation index, const uint8_t *bits, uint32_t length,
     init_page(page, 0);
     memcpy(page_bits(page), bits, length);
     reinterpret_cast<PageHeader>(page)->pd_lower = MAXALIGN(SizeOfPageHeaderData) + length;
-    if (index_expansion(index) > 0) {
+    if (layered) {
         store_u32(page_bits(page) + bytes_per_page, uint32_t(count_bits(bits, length)));
         reinterpret_cast<PageHeader>(page)->pd_lower = layer_page_lower(bytes_per_page);
     }
@@ -118,11 +177,21 @@ void write_data_page(Relation index, const uint8_t *bits, uint32_t length,
 // Writes the next data pages, with `length` bytes of the filter's bits held at `bits`: whole
 // pages (but for the filter's last one).
 void write_data_pages(Relation index, const Parameters &parameters, const uint8_t *bits,
-                      uint64_t length) {
+                      uint64_t length, bool layered) {
     const uint32_t bytes_per_page = bytes_per_page_for(parameters);
     for (uint64_t offset = 0; offset < length; offset += bytes_per_page)
         write_data_page(index, bits + offset,
-                        uint32_t(Min(uint64_t(bytes_per_page), length - offset)), bytes_per_page);
+                        uint32_t(Min(uint64_t(bytes_per_page), length - offset)), bytes_per_page,
+                        layered);
+}
+
+// A layer's key lies in one page.
+void check_layer_blocks(const Parameters &parameters) {
+    if (parameters.block_bytes() > bytes_per_page_for(parameters))
+        ereport(ERROR,
+                (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                 errmsg("a bloomfilter index with expansion cannot have blocks larger than a page"),
+                 errhint("Use a larger error_rate, or expansion = 0.")));
 }
 
 struct BuildState {
@@ -143,14 +212,15 @@ void build_callback(Relation index, ItemPointer, Datum *values, bool *isnull, bo
 // The whole filter in memory first: the build sets bits all over it, and each page is then
 // written once.
 void build_in_memory(Relation heap, Relation index, IndexInfo *index_info,
-                     const Parameters &parameters, IndexBuildResult *result) {
+                     const BuildOptions &options, const Parameters &parameters,
+                     IndexBuildResult *result) {
     struct varlena *filter = make_filter(parameters);
     BuildState state{index, FilterRef::of(bloom_bytes(filter), parameters), 0, 0};
     table_index_build_scan(heap, index, index_info, true, true, build_callback, &state, nullptr);
     const uint8_t *bytes = bloom_bytes(filter);
-    write_meta_page(index, bytes, parameters, state.inserted);
+    write_meta_page(index, options, bytes, parameters, state.inserted, parameters.capacity);
     write_data_pages(index, parameters, bytes + kHeaderBytes,
-                     parameters.encoded_bytes() - kHeaderBytes);
+                     parameters.encoded_bytes() - kHeaderBytes, false);
     pfree(filter);
     result->heap_tuples = state.tuples;
     result->index_tuples = double(state.inserted);
@@ -195,10 +265,17 @@ uint64_t slice_bytes_for(const Parameters &parameters) {
     return Max(uint64_t(1), wanted / unit) * unit;
 }
 
-// A layered index's (`layered`) first layer is sized once the keys are counted: for its capacity
-// or for the rows, whichever is more.
-void build_sorted(Relation heap, Relation index, IndexInfo *index_info, Parameters parameters,
-                  IndexBuildResult *result, bool layered) {
+// The first layer of a layered index once its keys are counted: without a capacity, twice the
+// keys (room to grow before a layer is added), at least kMinimumCapacity; with one, the capacity
+// or the keys, whichever is more.
+uint64_t first_layer_capacity(const BuildOptions &options, uint64_t keys) {
+    if (options.capacity > 0) return Max(uint64_t(options.capacity), keys);
+    return Max(uint64_t(kMinimumCapacity), 2 * keys);
+}
+
+void build_sorted(Relation heap, Relation index, IndexInfo *index_info, const BuildOptions &options,
+                  Parameters parameters, IndexBuildResult *result) {
+    const bool layered = options.expansion > 0;
     SortedBuildState state{tuplesort_begin_datum(INT8OID, Int8LessOperator, InvalidOid, false,
                                                  maintenance_work_mem, nullptr, TUPLESORT_NONE),
                            0, 0};
@@ -206,17 +283,22 @@ void build_sorted(Relation heap, Relation index, IndexInfo *index_info, Paramete
                            nullptr);
     tuplesort_performsort(state.sort);
 
-    uint64_t capacity = 0;
-    if (layered && state.inserted > parameters.capacity) {
-        const IndexOptions *options = reinterpret_cast<const IndexOptions *>(index->rd_options);
-        capacity = state.inserted;
-        if (layer_parameters(capacity, options->error_rate, index_expansion(index), 0,
-                             &parameters) != Status::ok)
-            report_parameters(Status::capacity_out_of_range, int64(capacity), options->error_rate);
+    uint64_t capacity = parameters.capacity;
+    if (layered) {
+        capacity = first_layer_capacity(options, state.inserted);
+        // Without room for twice the rows (past the largest filter), room for the rows.
+        if (layer_parameters(capacity, options.error_rate, options.expansion, 0, &parameters) !=
+                Status::ok &&
+            capacity > state.inserted)
+            capacity = Max(state.inserted, uint64_t(options.capacity));
+        if (layer_parameters(capacity, options.error_rate, options.expansion, 0, &parameters) !=
+            Status::ok)
+            report_parameters(Status::capacity_out_of_range, int64(capacity), options.error_rate);
+        check_layer_blocks(parameters);
     }
     uint8_t header[kHeaderBytes];
     write_header(parameters, header);
-    write_meta_page(index, header, parameters, state.inserted, capacity);
+    write_meta_page(index, options, header, parameters, state.inserted, capacity);
 
     const uint64_t bits_bytes = parameters.encoded_bytes() - kHeaderBytes;
     const uint64_t slice_bytes = slice_bytes_for(parameters);
@@ -235,7 +317,7 @@ void build_sorted(Relation heap, Relation index, IndexInfo *index_info, Paramete
             block_add(slice + (block - begin), key, parameters.version, parameters.hashes,
                       parameters.block_log2);
         }
-        write_data_pages(index, parameters, slice, length);
+        write_data_pages(index, parameters, slice, length, layered);
     }
     Assert(!have);
     pfree(slice);
@@ -249,18 +331,16 @@ void build_sorted(Relation heap, Relation index, IndexInfo *index_info, Paramete
 IndexBuildResult *bloom_am_build(Relation heap, Relation index, IndexInfo *index_info) {
     if (RelationGetNumberOfBlocks(index) != 0)
         elog(ERROR, "index \"%s\" already contains data", RelationGetRelationName(index));
-    const Parameters parameters = index_parameters(index);
-    if (index_expansion(index) > 0 && parameters.block_bytes() > bytes_per_page_for(parameters))
-        ereport(ERROR,
-                (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                 errmsg("a bloomfilter index with expansion cannot have blocks larger than a page"),
-                 errhint("Use a larger error_rate, or expansion = 0.")));
+    const BuildOptions options = build_options(index);
+    const Parameters parameters = index_parameters(options);
+    const bool layered = options.expansion > 0;
+    // Before the table is read; again once the first layer is sized.
+    if (layered) check_layer_blocks(parameters);
     IndexBuildResult *result = static_cast<IndexBuildResult *>(palloc0(sizeof(IndexBuildResult)));
-    const bool layered = index_expansion(index) > 0;
     if (!layered && parameters.encoded_bytes() <= uint64_t(maintenance_work_mem) * 1024)
-        build_in_memory(heap, index, index_info, parameters, result);
+        build_in_memory(heap, index, index_info, options, parameters, result);
     else
-        build_sorted(heap, index, index_info, parameters, result, layered);
+        build_sorted(heap, index, index_info, options, parameters, result);
     return result;
 }
 

@@ -57,10 +57,15 @@ inline IndexPageOpaque *page_opaque(Page page) {
     return reinterpret_cast<IndexPageOpaque *>(PageGetSpecialPointer(page));
 }
 
+// An index of fixed size without a capacity is sized for kDefaultCapacity keys (as in 2.1); a
+// layered one's first layer for twice the rows at build time, at least kMinimumCapacity.
 constexpr int64 kDefaultCapacity = 1000000;
+constexpr int64 kMinimumCapacity = 10000;
 constexpr double kDefaultErrorRate = 0.01;
+constexpr uint32_t kDefaultExpansion = 2;
 
-// WITH (capacity = ..., error_rate = ..., expansion = ...), as build_reloptions() fills it.
+// WITH (capacity = ..., error_rate = ..., expansion = ...), as build_reloptions() fills it; an
+// option not given is 0 (capacity) or -1 (expansion).
 struct IndexOptions {
     int32 vl_len_;
     int capacity;
@@ -68,11 +73,18 @@ struct IndexOptions {
     int expansion;
 };
 
-// The filter's parameters from the index's options (the defaults without them): of the one
-// filter of layout 1, or of layer 0 of layout 2.
-Parameters index_parameters(Relation index);
-// The index's `expansion` (0: a fixed size, layout 1).
-uint32_t index_expansion(Relation index);
+// What a build makes of the index's options. `expansion` 0: a fixed size (layout 1); without the
+// option, kDefaultExpansion, unless the database's extension is older than 2.2 (then 0).
+// `capacity` 0: none given.
+struct BuildOptions {
+    uint32_t expansion;
+    int64 capacity;
+    double error_rate;
+};
+BuildOptions build_options(Relation index);
+// The filter's parameters: of the one filter of layout 1, or of layer 0 of layout 2 (before the
+// rows are counted).
+Parameters index_parameters(const BuildOptions &options);
 
 // ambuild (index_build.cpp).
 IndexBuildResult *bloom_am_build(Relation heap, Relation index, IndexInfo *index_info);

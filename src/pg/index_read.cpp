@@ -1,5 +1,6 @@
 // bloom_index_filter and bloom_index_changes: an index's filter as a bloom value, and what
-// changed in it after a WAL position; bloom_index_layers: the layers of an index that grows.
+// changed in it after a WAL position; bloom_index_layers: the layers of an index that grows;
+// bloom_index_info: how full an index is, and whether to rebuild or compact it.
 #include "index_access.hpp"
 
 #include <cmath>
@@ -9,6 +10,7 @@ extern "C" {
 #include "access/xlog.h"
 #include "access/xlogrecovery.h"
 #include "funcapi.h"
+#include "utils/builtins.h"
 #include "utils/pg_lsn.h"
 }
 
@@ -18,6 +20,7 @@ extern "C" {
 PG_FUNCTION_INFO_V1(bloom_index_filter);
 PG_FUNCTION_INFO_V1(bloom_index_changes);
 PG_FUNCTION_INFO_V1(bloom_index_layers);
+PG_FUNCTION_INFO_V1(bloom_index_info);
 }
 
 namespace {
@@ -89,6 +92,15 @@ void emit_page_change(void *arg, uint64_t begin, const uint8_t *bytes, uint32_t 
     emit_change(arg, static_cast<const ChangesOutput *>(arg)->base + begin, bytes, length);
 }
 
+// Whether the metapage was written by a WAL record past `since`, or has no WAL position.
+bool metapage_changed(Relation index, XLogRecPtr since) {
+    Buffer buffer = ReadBuffer(index, kMetaBlock);
+    LockBuffer(buffer, BUFFER_LOCK_SHARE);
+    const XLogRecPtr lsn = PageGetLSN(BufferGetPage(buffer));
+    UnlockReleaseBuffer(buffer);
+    return lsn > since || lsn == InvalidXLogRecPtr;
+}
+
 }  // namespace
 
 // bloom_index_changes(index, since): what changed in the index's filter after WAL position
@@ -96,9 +108,10 @@ void emit_page_change(void *arg, uint64_t begin, const uint8_t *bytes, uint32_t 
 // the value bloom_index_filter gives to bring it up to date. The first row is always the
 // value's header (offset 0; one whose first 28 bytes differ from the copy's means the index was
 // rebuilt with other parameters, or, for a layered index, has another number of layers: read it
-// whole again), and next_lsn, the same on every row, is the `since` of the next call. It is
-// taken before the layers are counted and the pages read, so a change made meanwhile is
-// returned now or next time, and a layer published meanwhile shows in the next call's header.
+// whole again), then a layered index's layer 0 header, and next_lsn, the same on every row, is the
+// `since` of the next call. It is taken before the layers are counted and the pages read, so a
+// change made meanwhile is returned now or next time, and a layer published meanwhile shows in the
+// next call's header.
 extern "C" Datum bloom_index_changes(PG_FUNCTION_ARGS) {
     const XLogRecPtr since = PG_GETARG_LSN(1);
     Relation index = open_filter_index(PG_GETARG_OID(0), "bloom_index_changes");
@@ -114,6 +127,15 @@ extern "C" Datum bloom_index_changes(PG_FUNCTION_ARGS) {
     uint8_t header[kHeaderBytes];
     index_value_header(layout, layers, header);
     emit_change(&out, 0, header, kHeaderBytes);
+    // Layer 0's header holds the build's keys too (bloom_index_filter): a copy made before a
+    // REINDEX that kept the parameters has the old count there. It is on the metapage, returned
+    // when the metapage changed after `since` (or has no WAL position, as changed_pages).
+    if (layered && metapage_changed(index, since)) {
+        uint8_t first[kHeaderBytes];
+        write_header(layout.first().parameters, first);
+        write_inserted(first, layout.inserted_by_build);
+        emit_change(&out, layers.offset[0], first, kHeaderBytes);
+    }
     for (uint32_t n = 0; n < layout.layer_count; n++) {
         out.base = (layered ? layers.offset[n] : 0) + kHeaderBytes;
         changed_pages(index, layout.layers[n], layered, since, emit_page_change, &out);
@@ -236,4 +258,100 @@ extern "C" Datum bloom_index_layers(PG_FUNCTION_ARGS) {
     }
     index_close(index, NoLock);
     return (Datum)0;
+}
+
+namespace {
+
+// One filter of the index (layout 1's, or a layer) copied out with its header, as a bloom
+// value's bytes, and its statistics as bloom_info computes them.
+Statistics filter_statistics(Relation index, const FilterPages &filter, bool layered) {
+    uint8_t *bytes =
+        static_cast<uint8_t *>(palloc_extended(filter.parameters.encoded_bytes(), MCXT_ALLOC_HUGE));
+    write_header(filter.parameters, bytes);
+    copy_index_bits(index, filter, layered, bytes + kHeaderBytes);
+    const Statistics stats = statistics(bytes, Header{filter.parameters, 0});
+    pfree(bytes);
+    return stats;
+}
+
+// 2.1's needs_rebuild for a filter of fixed size: its estimated rate past 1.05 x its error rate,
+// or more keys than its capacity by more than the count estimate's own error (its bias, about
+// +0.02% of the keys, and four standard deviations of the estimator at capacity keys, m/k^2
+// (e^x - 1 - x), x = k n / m), so that a filter just built at its capacity does not say it.
+bool fixed_needs_rebuild(const Parameters &p, const Statistics &stats) {
+    const double bits = double(p.bits()), k = double(p.hashes), n = double(p.capacity);
+    const double x = k * n / bits;
+    return stats.estimated_error_rate > 1.05 * p.error_rate ||
+           stats.estimated_count > 1.001 * n + 4 * sqrt((bits / (k * k)) * ((exp(x) - 1) - x));
+}
+
+}  // namespace
+
+// bloom_index_info(index): the columns of bloom_info for the index's filter, then `layers` and
+// `advice`. An index of fixed size: its filter's, `needs_rebuild` when its rate or its keys are
+// past what it was built for (advice 'rebuild': a larger capacity, or expansion). A layered
+// index: its layers' capacities, bits, bits set and estimated counts summed, the rate of a key
+// absent from every layer (as bloom_info of its layered value, without making that value, which
+// may be too large for one), `needs_rebuild` when that rate is past 1.05 x error_rate, and
+// advice 'compact' when it has more than one layer: a check reads a page per layer, and REINDEX
+// makes one, sized for the rows.
+extern "C" Datum bloom_index_info(PG_FUNCTION_ARGS) {
+    Relation index = open_filter_index(PG_GETARG_OID(0), "bloom_index_info");
+    // A copy: reading the pages must not reload the relcache entry under it.
+    const IndexLayout layout = current_index_layout(index);
+    const bool layered = layout.layout_version == kIndexLayeredVersion;
+    uint64_t capacity = 0, bits = 0, bytes = kHeaderBytes, bits_set = 0;
+    double estimated_count = 0, absent = 1, error_rate, estimated_error_rate = 0;
+    bool needs_rebuild = false;
+    for (uint32_t n = 0; n < layout.layer_count; n++) {
+        const FilterPages &layer = layout.layers[n];
+        const Statistics stats = filter_statistics(index, layer, layered);
+        capacity += layer.parameters.capacity;
+        bits += layer.parameters.bits();
+        bytes += layered ? layer.parameters.encoded_bytes() : layer.bits_bytes();
+        bits_set += stats.bits_set;
+        estimated_count += stats.estimated_count;
+        absent *= 1 - stats.estimated_error_rate;
+        if (!layered) {
+            estimated_error_rate = stats.estimated_error_rate;
+            needs_rebuild = fixed_needs_rebuild(layer.parameters, stats);
+        }
+    }
+    if (layered) {
+        error_rate = layout.error_rate;
+        estimated_error_rate = 1 - absent;
+        needs_rebuild = estimated_error_rate > 1.05 * error_rate;
+    } else {
+        error_rate = layout.first().parameters.error_rate;
+    }
+    const char *advice = needs_rebuild ? "rebuild" : layout.layer_count > 1 ? "compact" : nullptr;
+    index_close(index, NoLock);
+
+    TupleDesc descriptor;
+    if (get_call_result_type(fcinfo, nullptr, &descriptor) != TYPEFUNC_COMPOSITE)
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                        errmsg("bloom_index_info must be called in a context that accepts a "
+                               "record")));
+    descriptor = BlessTupleDesc(descriptor);
+    const int64 max = PG_INT64_MAX;
+    Datum values[13] = {
+        Int64GetDatum(capacity > uint64_t(max) ? max : int64(capacity)),
+        Float8GetDatum(error_rate),
+        Int64GetDatum(int64(bits)),
+        Int32GetDatum(int32(layout.first().parameters.hashes)),
+        Int64GetDatum(int64(VARHDRSZ + bytes)),
+        Int64GetDatum(layout.inserted_by_build > uint64_t(max) ? max
+                                                               : int64(layout.inserted_by_build)),
+        Int64GetDatum(int64(bits_set)),
+        Float8GetDatum(double(bits_set) / double(bits)),
+        Float8GetDatum(estimated_count),
+        Float8GetDatum(estimated_error_rate),
+        BoolGetDatum(needs_rebuild),
+        Int32GetDatum(int32(layout.layer_count)),
+        advice != nullptr ? CStringGetTextDatum(advice) : Datum(0),
+    };
+    bool nulls[13] = {false};
+    nulls[3] = layered;  // each layer has its own number of hashes
+    nulls[12] = advice == nullptr;
+    PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(descriptor, values, nulls)));
 }

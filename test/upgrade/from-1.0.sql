@@ -81,7 +81,7 @@ END $$;
 
 -- 2.0: the filter is now the bloomfilter index upgrade_accounts_email on the same column, with
 -- the filter's capacity; nothing of maintained filters is left.
-ALTER EXTENSION bloomfilter UPDATE;
+ALTER EXTENSION bloomfilter UPDATE TO '2.1';
 INSERT INTO upgrade_accounts VALUES (1003, 'added-by-2.0@mail.com');
 DO $$
 BEGIN
@@ -102,6 +102,61 @@ BEGIN
     RAISE EXCEPTION 'the index made from the maintained filter answers wrong';
   END IF;
 END $$;
+-- 2.2 makes an index without options grow; every index made before keeps its fixed size. At
+-- 2.1, this library builds an index without options with a fixed size (1,000,000 keys).
+CREATE SCHEMA "upgrade ""schema""";
+CREATE TABLE "upgrade ""schema""".plain (k text);
+INSERT INTO "upgrade ""schema""".plain SELECT 'k' || i FROM generate_series(1, 1000) i;
+CREATE INDEX "plain k" ON "upgrade ""schema""".plain USING bloomfilter (k);
+CREATE TABLE upgrade_parted (k bigint) PARTITION BY RANGE (k);
+CREATE TABLE upgrade_parted_1 PARTITION OF upgrade_parted FOR VALUES FROM (0) TO (1000);
+CREATE INDEX upgrade_parted_k ON upgrade_parted USING bloomfilter (k) WITH (capacity = 5000);
+DO $$
+BEGIN
+  IF pg_relation_size('"upgrade ""schema"""."plain k"'::regclass) <> 1294336 THEN
+    RAISE EXCEPTION 'at 2.1 an index without options is not of the fixed default size: % bytes',
+      pg_relation_size('"upgrade ""schema"""."plain k"'::regclass);
+  END IF;
+END $$;
+ALTER EXTENSION bloomfilter UPDATE;
+-- The update gave every bloomfilter index expansion = 0 (a partitioned one too, whose new
+-- partitions' indexes take its options); a REINDEX keeps each of fixed size (layout 1: no
+-- full pages counted); a new index without options grows.
+CREATE TABLE upgrade_parted_2 PARTITION OF upgrade_parted FOR VALUES FROM (1000) TO (2000);
+REINDEX INDEX upgrade_accounts_email;
+REINDEX INDEX "upgrade ""schema"""."plain k";
+CREATE INDEX upgrade_new ON upgrade_accounts USING bloomfilter (email);
+DO $$
+DECLARE
+  pinned text[] := ARRAY(
+    SELECT c.relname || ':' || array_to_string(c.reloptions, ',')
+    FROM pg_class c JOIN pg_am a ON a.oid = c.relam
+    WHERE a.amname = 'bloomfilter' AND c.relname <> 'upgrade_new' ORDER BY c.relname COLLATE "C");
+BEGIN
+  IF pinned <> ARRAY['plain k:expansion=0',
+                     'upgrade_accounts_email:capacity=10000,error_rate=0.01,expansion=0',
+                     'upgrade_parted_1_k_idx:capacity=5000,expansion=0',
+                     'upgrade_parted_2_k_idx:capacity=5000,expansion=0',
+                     'upgrade_parted_k:capacity=5000,expansion=0'] THEN
+    RAISE EXCEPTION 'the update did not give each index expansion = 0: %', pinned;
+  END IF;
+  IF (SELECT full_pages FROM bloom_index_layers('upgrade_accounts_email')) IS NOT NULL
+     OR (SELECT full_pages FROM bloom_index_layers('"upgrade ""schema"""."plain k"')) IS NOT NULL
+     OR (SELECT full_pages FROM bloom_index_layers('upgrade_parted_2_k_idx')) IS NOT NULL
+     OR (SELECT capacity FROM bloom_index_layers('"upgrade ""schema"""."plain k"')) <> 1000000 THEN
+    RAISE EXCEPTION 'an index made before 2.2 was rebuilt with layers';
+  END IF;
+  IF (SELECT full_pages FROM bloom_index_layers('upgrade_new')) IS NULL
+     OR (SELECT reloptions FROM pg_class WHERE relname = 'upgrade_new') IS NOT NULL THEN
+    RAISE EXCEPTION 'a new index without options does not grow';
+  END IF;
+  IF (SELECT count(*) FROM upgrade_accounts WHERE NOT bloom_index_contains('upgrade_accounts_email', email)
+        OR NOT bloom_index_contains('upgrade_new', email)) <> 0 THEN
+    RAISE EXCEPTION 'an index misses rows after the update to 2.2';
+  END IF;
+END $$;
+DROP SCHEMA "upgrade ""schema""" CASCADE;
+DROP TABLE upgrade_parted;
 DROP VIEW upgrade_view;
 DROP TABLE upgrade_accounts;
 DO $$

@@ -24,11 +24,13 @@ describe("IndexFollower", { skip: !HAVE_SERVER && "no server: set PGHOST (test/r
     await db?.drop();
   });
 
+  // Of fixed size (expansion = 0): one filter, whose capacity stats() and "capacity" watch
+  // (a followed layered index: test/layered.test.mjs).
   async function makeTable({ expression = "email", capacity = 200000, errorRate = 0.01, columnType = "text" } = {}) {
     const table = `users_${randomBytes(5).toString("hex")}`;
     await conn.query(`CREATE TABLE ${table} (id bigserial PRIMARY KEY, email ${columnType} NOT NULL)`);
     await conn.query(`CREATE INDEX ${table}_bloom ON ${table} USING bloomfilter (${expression})
-                        WITH (capacity = ${capacity}, error_rate = ${errorRate})`);
+                        WITH (capacity = ${capacity}, error_rate = ${errorRate}, expansion = 0)`);
     return [table, `${table}_bloom`];
   }
 

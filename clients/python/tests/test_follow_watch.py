@@ -23,8 +23,9 @@ INTERVAL = 0.1
 def make_table(conn, capacity=100_000, column_type="text"):
     table = "watch_%s" % uuid.uuid4().hex[:10]
     conn.execute("CREATE TABLE %s (email %s NOT NULL)" % (table, column_type))
-    conn.execute("CREATE INDEX %s_bloom ON %s USING bloomfilter (email) WITH (capacity = %d)"
-                 % (table, table, capacity))
+    # Of fixed size: the capacity watched is the one given.
+    conn.execute("CREATE INDEX %s_bloom ON %s USING bloomfilter (email) "
+                 "WITH (capacity = %d, expansion = 0)" % (table, table, capacity))
     return table, table + "_bloom"
 
 
