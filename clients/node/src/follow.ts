@@ -11,7 +11,7 @@
 // EventEmitter ("stale", "fresh", "reload", "capacity") with counters for metrics (stats()).
 
 import { EventEmitter } from "node:events";
-import { Filter, HEADER_BYTES, Key, KeyType, Uuid, bitsSet } from "./core.js";
+import { FORMAT_VERSION_LAYERED, Filter, HEADER_BYTES, Key, KeyType, Uuid, bitsSet } from "./core.js";
 
 /** What the follower needs of a pg Client. */
 export interface FollowerClient {
@@ -600,7 +600,18 @@ export class IndexFollower extends EventEmitter implements IndexChecker {
       lag: this.lag, lastRefresh: this.refreshedAtWall, stale: this.lag > this.maxLag, checks: this.checks,
       refreshes: this.refreshes, errors: this.errors, reloads: this.reloads, reconnects: this.reconnects,
       listenerErrors: this.listenerErrors,
-      indexes: this.states.flatMap((state, i) => (state?.usage ? [{ index: this.names[i], ...state.usage.get() }] : [])),
+      indexes: this.states.flatMap((state, i) => {
+        if (state === null) return [];
+        if (state.usage !== null) return [{ index: this.names[i], ...state.usage.get() }];
+        if (state.filter.version !== FORMAT_VERSION_LAYERED) return [];
+        // A grown index's copy: counted at each call (no per-block counts are kept for its
+        // layers), and never past its capacity, since it adds a layer instead.
+        const info = state.filter.info();
+        return [{
+          index: this.names[i], capacity: info.capacity, errorRate: info.errorRate,
+          estimatedCount: info.estimatedCount, estimatedErrorRate: info.estimatedErrorRate, needsRebuild: false,
+        }];
+      }),
     };
   }
 

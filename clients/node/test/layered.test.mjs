@@ -118,6 +118,14 @@ describe("layered values", { skip: !HAVE_SERVER && "no server: set PGHOST (test/
       assert.ok(follower.refreshes > follower.reloads);
       const { rows: [row] } = await conn.query({ text: "SELECT bloom_index_filter($1)::bytea AS b", values: [index] });
       assert.ok(follower.filters[0].toBytes().equals(row.b));
+      // stats() counts a grown index too, as bloom_index_info does over its layers.
+      const [usage] = follower.stats().indexes;
+      const { rows: [info] } = await conn.query({ text: "SELECT (bloom_index_info($1)).*", values: [index] });
+      assert.equal(usage?.index, index);
+      assert.equal(usage.capacity, Number(info.capacity));
+      assert.ok(Math.abs(usage.estimatedCount - Number(info.estimated_count)) <= 1e-6 * Number(info.estimated_count) + 1,
+        `estimatedCount ${usage.estimatedCount}, bloom_index_info ${info.estimated_count}`);
+      assert.equal(usage.needsRebuild, false);
       console.log(`# ${refreshes} refreshes, ${follower.reloads} reloads, layers seen ${[...layersSeen].sort((a, b) => a - b)}, `
         + `${checked} keys checked, ${committed.length} committed`);
     } finally {
