@@ -4,7 +4,6 @@
 #include "agg_spill.hpp"
 
 extern "C" {
-#include "access/parallel.h"
 #include "nodes/execnodes.h"
 }
 
@@ -72,7 +71,8 @@ void leave_budget(void *arg) {
 // grow then are many and small, each spill of them a run.
 size_t room_beside_groups(const AggregateBudget *budget) {
     AggState *node = budget->hashed;
-    const size_t limit = Min(budget->limit / 4 * 3, Max(node->hash_mem_limit, size_t(1) << 10));
+    const size_t limit =
+        Min(hash_memory_limit() / 4 * 3, Max(node->hash_mem_limit, size_t(1) << 10));
     size_t hashes = 0;
     for (const HashContext *h = budget->hash_contexts; h != nullptr; h = h->next)
         hashes += MemoryContextMemAllocated(h->context, true);
@@ -95,15 +95,8 @@ AggregateBudget *budget_of(FunctionCallInfo fcinfo) {
     if (flinfo->fn_extra == nullptr) {
         AggregateBudget *budget = static_cast<AggregateBudget *>(
             MemoryContextAllocZero(flinfo->fn_mcxt, sizeof(AggregateBudget)));
-        // A plain or sorted aggregate has one state at a time, with the whole limit. The leader
-        // of a parallel plan runs two aggregates of the call: its share of the partial one
-        // (serializing its states) gets a quarter, the final one, which combines every process's
-        // states, the rest.
+        // A plain or sorted aggregate has one state at a time, with the whole limit.
         budget->limit = hash_memory_limit();
-        if (fcinfo->context != nullptr && IsA(fcinfo->context, AggState) &&
-            DO_AGGSPLIT_SERIALIZE(castNode(AggState, fcinfo->context)->aggsplit) &&
-            !IsParallelWorker())
-            budget->limit /= 4;
         if (fcinfo->context != nullptr && IsA(fcinfo->context, AggState) &&
             (castNode(AggState, fcinfo->context)->aggstrategy == AGG_HASHED ||
              castNode(AggState, fcinfo->context)->aggstrategy == AGG_MIXED))
