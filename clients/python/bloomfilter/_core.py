@@ -623,22 +623,7 @@ class Filter:
     def _block_estimates(self, first, last):
         """Over blocks [first, last): the bits set, the sum of the blocks' estimated counts and
         the sum of their estimated error rates (bloom_info's sums, in its order)."""
-        block_bytes = self._block_bytes
-        block_bits = float(1 << self.block_log2)
-        full = 1 << self.block_log2
-        k = float(self.hashes)
-        d = self._data
-        bits_set = 0
-        error_sum = 0.0
-        count_sum = 0.0
-        for b in range(first, last):
-            start = HEADER_BYTES + b * block_bytes
-            set_bits = int.from_bytes(d[start:start + block_bytes], "little").bit_count()
-            bits_set += set_bits
-            fill = set_bits / block_bits
-            error_sum += math.pow(fill, k)
-            count_sum += math.inf if set_bits == full else -(block_bits / k) * math.log1p(-fill)
-        return bits_set, count_sum, error_sum
+        return _block_estimates(self._data, HEADER_BYTES, self.hashes, self.block_log2, first, last)
 
     def copy(self):
         return Filter(bytes(self._data))

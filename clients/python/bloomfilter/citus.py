@@ -25,7 +25,8 @@ import time
 # listing among them (the nodes' followers set themselves up); the parent's connections a child
 # inherited are kept there, never used nor closed.
 from .follow import (EVENTS, ExtensionVersionError, MultiIndexFollower, _followers, _inherited,
-                     _reconnector, _restart_lock, _SharedIndex, _text, _version_tuple)
+                     _reconnector, _restart_lock, _SharedIndex, _text, _union_contains_many,
+                     _version_tuple)
 
 __all__ = ["CitusIndexFollower", "ShardPlacement", "CitusNode", "CITUS_EVENTS",
            "MIN_CITUS_EXTENSION_VERSION"]
@@ -246,17 +247,7 @@ class CitusIndexFollower:
         self.checks += len(keys)
         if self._listing_too_old():
             return [True] * len(keys)
-        answers = [False] * len(keys)
-        pending = range(len(keys))
-        for index in self._active:
-            found = index.contains_many([keys[i] for i in pending])
-            for i, answer in zip(pending, found):
-                if answer:
-                    answers[i] = True
-            pending = [i for i, answer in zip(pending, found) if not answer]
-            if not pending:
-                break
-        return answers
+        return _union_contains_many(self._active, keys)
 
     @property
     def shards(self):

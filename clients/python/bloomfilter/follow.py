@@ -140,6 +140,22 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+def _union_contains_many(checkers, keys):
+    """[any(c.contains(key) for c in checkers) for key in keys], each checker asked in one batch
+    for the keys no checker before it has."""
+    keys = keys if isinstance(keys, (list, tuple)) else list(keys)
+    answers = [False] * len(keys)
+    pending = range(len(keys))
+    for checker in checkers:
+        found = checker.contains_many([keys[i] for i in pending])
+        for i, answer in zip(pending, found):
+            if answer:
+                answers[i] = True
+        pending = [i for i, answer in zip(pending, found) if not answer]
+        if not pending:
+            break
+    return answers
+
 class UnsupportedIndexError(ValueError):
     """The index's key is an expression the follower cannot apply in Python."""
 
@@ -931,18 +947,7 @@ class ShardedIndexFollower:
     def contains_many(self, keys):
         """[contains(key) for key in keys]: each shard checks, in one batch, the keys no shard
         before it has."""
-        keys = keys if isinstance(keys, (list, tuple)) else list(keys)
-        answers = [False] * len(keys)
-        pending = range(len(keys))
-        for follower in self.followers:
-            found = follower.contains_many([keys[i] for i in pending])
-            for i, answer in zip(pending, found):
-                if answer:
-                    answers[i] = True
-            pending = [i for i, answer in zip(pending, found) if not answer]
-            if not pending:
-                break
-        return answers
+        return _union_contains_many(self.followers, keys)
 
     @property
     def lag(self):
