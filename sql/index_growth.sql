@@ -89,7 +89,7 @@ SELECT count(*) AS false_negatives FROM growth_temp WHERE NOT bloom_index_contai
 DROP TABLE growth_users;
 
 -- Without options: expansion 2, the first layer sized for twice the rows the build finds, at
--- least 10,000 (an empty table), at half the error rate (0.01).
+-- least 10,000 (an empty table), at a quarter of the error rate (0.01).
 CREATE TABLE growth_plain (id bigserial PRIMARY KEY, email text);
 CREATE INDEX growth_plain_empty ON growth_plain USING bloomfilter (email);
 SELECT layer, capacity, error_rate, full_pages FROM bloom_index_layers('growth_plain_empty');

@@ -107,6 +107,14 @@ Status size_filter_capped(uint64_t capacity, double error_rate, uint32_t max_has
     return Status::ok;
 }
 
+double layer_error_rate(double error_rate, uint32_t n) {
+    // 3^n exactly (n < 34 keeps it under 2^53), then one rounded product and an exact scaling:
+    // the Python and Node clients compute the same double.
+    double three_to_n = 1;
+    for (uint32_t i = 0; i < n; i++) three_to_n *= 3;
+    return std::ldexp(error_rate * three_to_n, -2 * int(n + 1));
+}
+
 Status layer_parameters(uint64_t capacity, double error_rate, uint32_t expansion, uint32_t n,
                         Parameters *out) {
     double layer_capacity = double(capacity);
@@ -115,10 +123,10 @@ Status layer_parameters(uint64_t capacity, double error_rate, uint32_t expansion
     // Past layer 0 (a bloom value when it is the only one), at most 8 hashes: 1 kB blocks, 7 to
     // a page, where the optimal k of the smaller rates would make blocks of 4 kB, one to a page,
     // and then blocks larger than a page.
+    const double rate = layer_error_rate(error_rate, n);
     const Status status =
-        n == 0 ? size_filter(uint64_t(layer_capacity), std::ldexp(error_rate, -1), out)
-               : size_filter_capped(uint64_t(layer_capacity), std::ldexp(error_rate, -int(n + 1)),
-                                    kLayerMaxHashes, out);
+        n == 0 ? size_filter(uint64_t(layer_capacity), rate, out)
+               : size_filter_capped(uint64_t(layer_capacity), rate, kLayerMaxHashes, out);
     out->version = kFormatVersion2;
     return status;
 }

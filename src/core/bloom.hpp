@@ -105,10 +105,16 @@ Status size_filter(uint64_t capacity, double error_rate, Parameters *out);
 Status size_filter_capped(uint64_t capacity, double error_rate, uint32_t max_hashes,
                           Parameters *out);
 
+// The error rate of layer n of a layered index or value: error_rate x (1/4) x (3/4)^n. The rates
+// of all the layers add up to less than error_rate, and each layer costs only a few bits a key
+// more than the one before (a ratio of 1/2 makes the layers of a large index 3 to 4 times the
+// bits a key of a fixed filter; "Scalable Bloom Filters", Almeida et al., advise 0.8 to 0.9 for
+// an expansion of 2).
+double layer_error_rate(double error_rate, uint32_t n);
+
 // Layer n of a layered index or value: `expansion`^n times the first layer's capacity, at
-// error_rate / 2^(n + 1), so that the rates of all the layers add up to less than error_rate;
-// past layer 0 with at most kLayerMaxHashes hashes (size_filter_capped). Not ok when no such
-// filter can be made (past the largest size).
+// layer_error_rate(error_rate, n); past layer 0 with at most kLayerMaxHashes hashes
+// (size_filter_capped). Not ok when no such filter can be made (past the largest size).
 Status layer_parameters(uint64_t capacity, double error_rate, uint32_t expansion, uint32_t n,
                         Parameters *out);
 

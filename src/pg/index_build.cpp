@@ -89,12 +89,12 @@ Parameters index_parameters(const BuildOptions &options) {
                            : options.expansion > 0 ? kMinimumCapacity
                                                    : kDefaultCapacity;
     Parameters parameters;
-    // Layer 0 of a layered index: at half the error rate (see layer_parameters).
-    report_parameters(
-        size_filter(uint64_t(capacity),
-                    options.expansion > 0 ? options.error_rate / 2 : options.error_rate,
-                    &parameters),
-        capacity, options.error_rate);
+    // Layer 0 of a layered index: at its layer's rate (see layer_error_rate).
+    report_parameters(size_filter(uint64_t(capacity),
+                                  options.expansion > 0 ? layer_error_rate(options.error_rate, 0)
+                                                        : options.error_rate,
+                                  &parameters),
+                      capacity, options.error_rate);
     parameters.version = kFormatVersion2;
     return parameters;
 }

@@ -12,11 +12,11 @@
 // layers (IndexMetaLayered), each a filter laid out as above from its own first block, layer 0
 // right after the metapage. Keys go to the newest layer. When two fifths of its data pages have
 // passed the fill the layer has at its capacity (judged from each page's bits as written), the
-// next layer is published: `expansion` times the capacity, half the error rate, so the rates of
-// all the layers add up to at most the index's. Its pages are added to the relation ahead of
-// time, a few by each insert that writes a page once the newest layer is 80% there, and logged
-// empty. A check reads the metapage (the number of layers) and then one page per layer.
-// The byte layout: docs/format.md, "Layout 2".
+// next layer is published: `expansion` times the capacity, 3/4 of the error rate (layer 0 has a
+// quarter of the index's), so the rates of all the layers add up to at most the index's. Its pages
+// are added to the relation ahead of time, a few by each insert that writes a page once the newest
+// layer is 80% there, and logged empty. A check reads the metapage (the number of layers) and then
+// one page per layer. The byte layout: docs/format.md, "Layout 2".
 #pragma once
 
 #include "glue.hpp"

@@ -163,8 +163,10 @@ struct LayeredSpec {
 };
 
 // Three small layers of 512-byte blocks; two where layer 0 has 11 hashes and larger blocks and
-// layer 1 is capped at 8.
-inline std::vector<LayeredSpec> layered_specs() { return {{10, 0.01, 2, 3}, {1000, 0.001, 4, 2}}; }
+// layer 1 is capped at 8; twelve from one key, whose rates take 3^11 (layer_error_rate).
+inline std::vector<LayeredSpec> layered_specs() {
+    return {{10, 0.01, 2, 3}, {1000, 0.001, 4, 2}, {1, 0.013, 2, 12}};
+}
 
 inline std::vector<Key> absent_keys() {
     std::vector<Key> keys;

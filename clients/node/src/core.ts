@@ -312,13 +312,21 @@ export interface Layer {
   offset: number;
 }
 
-/** layer_parameters() of bloom.cpp: layer n, expansion^n times the capacity at errorRate /
- * 2^(n + 1), past layer 0 with at most 8 hashes. */
+/** layer_error_rate() of bloom.cpp: errorRate x (1/4) x (3/4)^n, as the same double (3^n is
+ * exact, then one rounded product and an exact scaling). */
+function layerErrorRate(errorRate: number, n: number): number {
+  let threeToN = 1;
+  for (let i = 0; i < n; i++) threeToN *= 3;
+  return errorRate * threeToN * 2 ** (-2 * (n + 1));
+}
+
+/** layer_parameters() of bloom.cpp: layer n, expansion^n times the capacity at
+ * layerErrorRate(errorRate, n), past layer 0 with at most 8 hashes. */
 function layerParameters(capacity: bigint, errorRate: number, expansion: number, n: number): Omit<Layer, "offset"> {
   let layerCapacity = Number(capacity);
   for (let i = 0; i < n; i++) layerCapacity *= expansion;
   if (layerCapacity > 9223372036854775807) throw new SizingError("too_large", "too large");
-  const rate = errorRate * 2 ** -(n + 1);
+  const rate = layerErrorRate(errorRate, n);
   const c = BigInt(layerCapacity);
   const [hashes, blockLog2, blocks] = n === 0 ? size(c, rate) : sizeCapped(c, rate, LAYER_MAX_HASHES);
   return { capacity: layerCapacity, errorRate: rate, hashes, blockLog2, blocks };

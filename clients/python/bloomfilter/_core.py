@@ -166,6 +166,15 @@ def _size_capped(capacity, error_rate, max_hashes):
     return max_hashes, log2, blocks
 
 
+def layer_error_rate(error_rate, n):
+    """layer_error_rate() of bloom.cpp: error_rate x (1/4) x (3/4)^n, as the same double (3^n is
+    exact, then one rounded product and an exact scaling)."""
+    three_to_n = 1.0
+    for _ in range(n):
+        three_to_n *= 3
+    return math.ldexp(error_rate * three_to_n, -2 * (n + 1))
+
+
 def layer_parameters(capacity, error_rate, expansion, n):
     """layer_parameters() of bloom.cpp, layer n of a layered value: (capacity, error_rate,
     hashes, block_log2, blocks), or _SizingError."""
@@ -175,7 +184,7 @@ def layer_parameters(capacity, error_rate, expansion, n):
     if layer_capacity > float(0x7FFFFFFFFFFFFFFF):
         raise _SizingError("too_large", "too large")
     layer_capacity = int(layer_capacity)
-    rate = math.ldexp(error_rate, -(n + 1))
+    rate = layer_error_rate(error_rate, n)
     if n == 0:
         hashes, log2, blocks = _size(layer_capacity, rate)
     else:
