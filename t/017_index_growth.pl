@@ -117,6 +117,11 @@ else {
 		($count, $end) = split /\|/, $primary->safe_psql('postgres', $shape) if $blocks > $end;
 		my $ahead = $blocks - $end;
 		last if $high >= $target;
+		if (!$writers->{handle}->pumpable) {
+			my ($ok, $stdout, $stderr) = finish_pgbench($writers);
+			fail("the writers stopped at id $high") or diag($stderr);
+			last;
+		}
 		if (!defined $mid_reader && $high >= $target / 2) {
 			# A second standby transaction, opened halfway: its snapshot's rows, all found at the end.
 			$mid_reader = $standby->background_psql('postgres', on_error_stop => 0);
