@@ -17,7 +17,8 @@ namespace {
 //     256 x u32 the hashes of each bucket, then count x 7 bytes: the held hashes bucket by
 //     bucket, as chunks hold them (the bucket's number is each hash's missing top byte);
 //   spilled auto-sized (kind 5): the same header and sketch, then the FileSet of a file holding
-//     the count distinct hashes (u64 each, in increasing order), which the reader deletes;
+//     the count distinct hashes (u64 each, in increasing order), which the reader deletes; a
+//     spilled state of at most inline_spilled_bytes() of hashes goes as kind 4 instead;
 //   sized: the filter's encoding.
 // A state goes from a worker to the leader of the same server, but the layout is fixed anyway.
 constexpr uint8_t kSerialAutoBefore12 = 1, kSerialSized = 2, kSerialAuto = 4, kSerialExported = 5;
@@ -44,6 +45,51 @@ void check_serialized_size(Size size) {
                          "= 0.")));
 }
 
+// A spilled partial state whose distinct hashes take at most this goes inline, as one held in
+// memory: a file costs the file system a directory and an inode made and deleted (about 1 ms when
+// a parallel GROUP BY sends thousands), where copying the few thousand hashes of a small group
+// costs microseconds. The value is made and sent one group at a time: a quarter of hash_mem.
+size_t inline_spilled_bytes() { return Min(hash_memory_limit() / 4, size_t(1) << 20); }
+
+// The header of an auto-sized state's serialized form: kind, key kind, error rate, keys added,
+// distinct hashes held.
+void write_auto_header(uint8_t *out, uint8_t serial_kind, const AggregateState *state,
+                       uint64_t count) {
+    out[0] = serial_kind;
+    out[1] = uint8_t(state->kind);
+    uint64_t rate_bits;
+    memcpy(&rate_bits, &state->error_rate, 8);
+    store_u64(out + 2, rate_bits);
+    store_u64(out + 10, state->inserted);
+    store_u64(out + 18, count);
+}
+
+// A spilled state's `count` distinct hashes inline (kind 4). They come in increasing order, so
+// bucket after bucket, as the layout has them.
+bytea *serialize_spilled_inline(AggregateState *state, uint64_t count) {
+    const Size size = VARHDRSZ + kSerialAutoFixed + count * kHeldHashBytes;
+    bytea *result = static_cast<bytea *>(palloc0(size));
+    uint8_t *out = reinterpret_cast<uint8_t *>(VARDATA(result));
+    write_auto_header(out, kSerialAuto, state, count);
+    if (state->sketch != nullptr)
+        memcpy(out + kSerialAutoHeader, state->sketch->registers, kSerialSketchBytes);
+    uint8_t *counts = out + kSerialAutoHeader + kSerialSketchBytes;
+    uint8_t *hashes = counts + 4 * kBuckets;
+    uint32_t bucket_counts[kBuckets] = {0};
+    uint64_t written = 0;
+    for_each_spilled_hash(state, [&](uint64_t h) {
+        if (written == count) elog(ERROR, "bloom_agg spilled state has more hashes than counted");
+        bucket_counts[h >> (64 - kBucketBits)]++;
+        uint8_t bytes[8];
+        store_u64(bytes, h);
+        memcpy(hashes + written++ * kHeldHashBytes, bytes, kHeldHashBytes);
+    });
+    if (written != count) elog(ERROR, "bloom_agg spilled state has fewer hashes than counted");
+    for (uint32_t b = 0; b < kBuckets; b++) store_u32(counts + 4 * b, bucket_counts[b]);
+    SET_VARSIZE(result, size);
+    return result;
+}
+
 }  // namespace
 
 extern "C" Datum bloom_agg_serialfn(PG_FUNCTION_ARGS) {
@@ -64,6 +110,9 @@ extern "C" Datum bloom_agg_serialfn(PG_FUNCTION_ARGS) {
             !serialized_size_fits(VARHDRSZ + kSerialAutoFixed + state->held * kHeldHashBytes))
             spill_held(state);
         if (state->spill != nullptr) {
+            const uint64_t spilled = spill_finish(state);
+            if (spilled * kHeldHashBytes <= inline_spilled_bytes())
+                PG_RETURN_BYTEA_P(serialize_spilled_inline(state, spilled));
             // Spilled: its distinct hashes, merged from its runs, go in a file for the process
             // that combines it, and the state names the file (agg_spill.hpp).
             size = VARHDRSZ + kSerialAutoHeader + kSerialSketchBytes + kExportedBytes;
@@ -71,13 +120,7 @@ extern "C" Datum bloom_agg_serialfn(PG_FUNCTION_ARGS) {
             uint8_t *out = reinterpret_cast<uint8_t *>(VARDATA(result));
             const uint64_t count =
                 spill_export(state, out + kSerialAutoHeader + kSerialSketchBytes);
-            out[0] = kSerialExported;
-            out[1] = uint8_t(state->kind);
-            uint64_t rate_bits;
-            memcpy(&rate_bits, &state->error_rate, 8);
-            store_u64(out + 2, rate_bits);
-            store_u64(out + 10, state->inserted);
-            store_u64(out + 18, count);
+            write_auto_header(out, kSerialExported, state, count);
             if (state->sketch != nullptr)
                 memcpy(out + kSerialAutoHeader, state->sketch->registers, kSerialSketchBytes);
             SET_VARSIZE(result, size);
@@ -88,13 +131,7 @@ extern "C" Datum bloom_agg_serialfn(PG_FUNCTION_ARGS) {
         check_serialized_size(size);
         result = static_cast<bytea *>(palloc_extended(size, MCXT_ALLOC_HUGE));
         uint8_t *out = reinterpret_cast<uint8_t *>(VARDATA(result));
-        out[0] = kSerialAuto;
-        out[1] = uint8_t(state->kind);
-        uint64_t rate_bits;
-        memcpy(&rate_bits, &state->error_rate, 8);
-        store_u64(out + 2, rate_bits);
-        store_u64(out + 10, state->inserted);
-        store_u64(out + 18, count);
+        write_auto_header(out, kSerialAuto, state, count);
         out += kSerialAutoHeader;
         if (state->buckets == nullptr) {
             // A flat state: its sketch and its hashes bucket by bucket, made here.
