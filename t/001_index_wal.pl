@@ -15,22 +15,32 @@ init_node($primary, allows_streaming => 1);
 $primary->append_conf('postgresql.conf', "wal_consistency_checking = 'generic'\nwal_keep_size = '1GB'\n");
 $primary->start;
 create_users($primary, 10000);
+# And an index that grows by layers from 1,000 keys: its pages added ahead, its first bits on
+# each, the layers published and the bits set afterwards all go through WAL.
+$primary->safe_psql('postgres', q{CREATE TABLE grown (email text NOT NULL);
+	CREATE INDEX grown_email ON grown USING bloomfilter (email) WITH (capacity = 1000, expansion = 2)});
 $primary->backup('backup');
 my $standby = PostgreSQL::Test::Cluster->new('standby');
 $standby->init_from_backup($primary, 'backup', has_streaming => 1);
 $standby->start;
 
 # The filter's bytes and its false negatives over the table, on a node.
-my $filter = q{SELECT md5(bloom_index_filter('users_email_bloom')::bytea) || ' ' || md5(bloom_index_filter('users_email_ci_bloom')::bytea)};
+my $filter = q{SELECT md5(bloom_index_filter('users_email_bloom')::bytea) || ' ' || md5(bloom_index_filter('users_email_ci_bloom')::bytea)
+	|| ' ' || md5(bloom_index_filter('grown_email')::bytea)};
+my $grown_missing = q{SELECT count(*) FROM grown WHERE NOT bloom_index_contains('grown_email', email)};
 my $missing = $MISSING_USERS;
 
 # Rows added after the standby's base backup reach it as generic WAL records.
 $primary->safe_psql('postgres',
-	q{INSERT INTO users (email) SELECT 'late' || i || '@mail.com' FROM generate_series(1, 5000) i});
+	q{INSERT INTO users (email) SELECT 'late' || i || '@mail.com' FROM generate_series(1, 5000) i;
+	INSERT INTO grown SELECT 'late' || i || '@mail.com' FROM generate_series(1, 5000) i});
 $primary->wait_for_catchup($standby);
 is($standby->safe_psql('postgres', $filter), $primary->safe_psql('postgres', $filter),
 	'the standby holds the primary\'s filters');
 is($standby->safe_psql('postgres', $missing), '0', 'the standby finds every row');
+cmp_ok($standby->safe_psql('postgres', q{SELECT count(*) FROM bloom_index_layers('grown_email')}), '>=', 3,
+	'the growing index has grown by layers');
+is($standby->safe_psql('postgres', $grown_missing), '0', 'the standby finds every row in the grown index');
 is($standby->safe_psql('postgres', $VERIFY_USERS), 't|t', 'bloom_index_verify on the standby: no key missing');
 is($standby->safe_psql('postgres', q{SELECT bloom_index_contains('users_email_bloom', 'ghost@mail.com')}),
 	'f', 'the standby answers "absent"');
@@ -38,12 +48,14 @@ is($standby->safe_psql('postgres', q{SELECT bloom_index_contains('users_email_bl
 # Committed and rolled-back rows, then SIGKILL: recovery replays every committed key.
 $primary->safe_psql('postgres', q{
 	INSERT INTO users (email) SELECT 'before-crash' || i || '@mail.com' FROM generate_series(1, 3000) i;
+	INSERT INTO grown SELECT 'before-crash' || i || '@mail.com' FROM generate_series(1, 3000) i;
 	BEGIN;
 	INSERT INTO users (email) SELECT 'rolled-back' || i || '@mail.com' FROM generate_series(1, 100) i;
 	ROLLBACK;
 });
 kill9_and_restart($primary);
 is($primary->safe_psql('postgres', $missing), '0', 'after crash recovery every committed row is found');
+is($primary->safe_psql('postgres', $grown_missing), '0', '... in the grown index too');
 is($primary->safe_psql('postgres', $VERIFY_USERS), 't|t', 'bloom_index_verify after crash recovery: no key missing');
 # The bits: every committed key's, and of the rolled-back keys at most theirs (their WAL need
 # not reach the disk before the crash).
