@@ -10,7 +10,7 @@
 # - the leader's peak RSS growth over count(k) with the same grouping, less the bytes of the
 #   values bloom_agg returns (the same at every work_mem), against hash_mem + 16 MiB;
 # - the time against count(DISTINCT k) with the same grouping (which the planner sorts), the
-#   median of BENCH_GROUPBY_ROUNDS (3) rounds.
+#   median of BENCH_GROUPBY_ROUNDS (5) rounds.
 # BENCH_GROUPBY_SCALE (default 0.25) scales the keys a group: 1 gives 100,000 x 100,
 # 10 x 2,000,000, 1,000 x 20,000 and 64 x 1,000,000.
 # Prints a table and the rows "what|measured|target|result"; with GROUPBY_SUMMARY_FILE set,
@@ -37,7 +37,7 @@ echo "machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) at s
 sql -c "CREATE EXTENSION bloomfilter" -f bench/functions.sql >/dev/null
 
 groupby_scale=${BENCH_GROUPBY_SCALE:-0.25}
-groupby_rounds=${BENCH_GROUPBY_ROUNDS:-3}
+groupby_rounds=${BENCH_GROUPBY_ROUNDS:-5}
 groupby_shapes=("100000 100" "10 2000000" "1000 20000" "64 1000000")
 scaled() { awk -v p="$1" -v s="$groupby_scale" 'BEGIN {printf "%d", (p * s < 1 ? 1 : p * s)}'; }
 groupby_rows=0
