@@ -72,8 +72,8 @@ is($node->safe_psql('postgres', "$parallel SELECT md5(bloom_agg(k)::text) FROM k
 	'the parallel spilled result is the serial in-memory result, byte for byte');
 # Each worker's 1.7M distinct hashes, past what goes inline, reached the leader as a file (the
 # server logs each temporary file it deletes: log_temp_files = 0).
-my $exported = () = slurp_file($node->logfile, $log_offset) =~ /temporary file: path "[^"]*\.fileset\/bloom_agg/g;
-cmp_ok($exported, '>=', 1, "... the workers' states went to the leader as files ($exported)");
+my $exported_files = () = slurp_file($node->logfile, $log_offset) =~ /temporary file: path "[^"]*\.fileset\/bloom_agg/g;
+cmp_ok($exported_files, '>=', 1, "... the workers' states went to the leader as files ($exported_files)");
 
 # A temp_file_limit below what the spill needs: the server's error, and nothing left behind.
 my ($code) = sql_error($node, 'postgres',
