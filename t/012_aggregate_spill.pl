@@ -66,7 +66,7 @@ my $parallel_filter = $node->safe_psql('postgres', "SELECT bytes FROM bloom_info
 cmp_ok($parallel_peak - $parallel_base, '<=', $parallel_filter + 16 * 1048576, sprintf(
 	'bloom_agg of %d keys, 2 workers, work_mem = 1MB: the leader\'s peak RSS grew by %.1f MiB; bound: filter %.1f MiB + 16 MiB',
 	$parallel_keys, ($parallel_peak - $parallel_base) / 1048576, $parallel_filter / 1048576));
-my $log_offset = -s $node->logfile;
+$log_offset = -s $node->logfile;
 is($node->safe_psql('postgres', "$parallel SELECT md5(bloom_agg(k)::text) FROM keys"),
 	$node->safe_psql('postgres', "SET work_mem = '1GB'; SELECT md5(bloom_agg(k)::text) FROM keys"),
 	'the parallel spilled result is the serial in-memory result, byte for byte');
