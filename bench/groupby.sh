@@ -25,14 +25,8 @@ trap cluster_cleanup_all EXIT
 cluster_start groupby_bench "shared_buffers = 1GB" "jit = off" "autovacuum = off" \
   "max_wal_size = 8GB" "checkpoint_timeout = 1h"
 sql() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
-mb() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 rows_out=()
 row() { rows_out+=("$1|$2|$3 $4|$(verdict "$2" "$3" "$4")"); }
-serial_settings="SET max_parallel_workers_per_gather = 0"
-parallel_settings="SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0;
-  SET min_parallel_table_scan_size = 0; SET max_parallel_workers_per_gather = 2"
-declare -A mode_settings=([serial]=$serial_settings [parallel]=$parallel_settings)
-declare -A mode_label=([serial]=serial [parallel]="2 workers")
 echo "machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
 sql -c "CREATE EXTENSION bloomfilter" -f bench/functions.sql >/dev/null
 

@@ -24,6 +24,8 @@ SECONDS_SIGNUPS=${BENCH_GROWTH_SECONDS:-20}
 SIGNUP_ROUNDS=${BENCH_GROWTH_ROUNDS:-3}
 LOOKUP_SECONDS=${BENCH_LOOKUP_SECONDS:-3}
 LOOKUP_ROUNDS=${BENCH_LOOKUP_ROUNDS:-5}
+# shellcheck source=SCRIPTDIR/lib.sh
+source bench/lib.sh
 . bench/cluster.sh
 trap cluster_cleanup_all EXIT
 cluster_start growth_bench "max_connections = 40" "shared_buffers = 1GB" "jit = off" \
@@ -32,10 +34,7 @@ PGBENCH=$($PG_CONFIG --bindir)/pgbench
 sql() { psql -X -q -v ON_ERROR_STOP=1 -At "$@"; }
 rows_out=()
 row() { rows_out+=("$1|$2|${3:--}|${4:--}"); }
-verdict() { awk -v v="$1" -v op="$2" -v t="$3" 'BEGIN {
-  ok = (op == ">=") ? v >= t : (op == "<=") ? v <= t : 0; print (ok ? "PASS" : "MISS") }'; }
 target_row() { row "$1" "$2" "$3 $4" "$(verdict "$2" "$3" "$4")"; }
-median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 echo "machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
 sql -c "CREATE EXTENSION bloomfilter"
@@ -162,7 +161,6 @@ signups() {
 }
 # pgbench's log: client, transaction, latency (µs), script, epoch seconds, µs.
 p99() { sort -n | awk '{ a[NR] = $1 } END { i = int(NR * 0.99); if (i < 1) i = 1; print (NR ? a[i] : 0) }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
 grown_ratios="" fixed_ratios="" p99_ratios=""
 for round in $(seq 1 "$SIGNUP_ROUNDS"); do
   plain_tps=$(signups 0 growth_plain)
@@ -179,7 +177,7 @@ for round in $(seq 1 "$SIGNUP_ROUNDS"); do
   echo "signups round $round, 8 clients, ${SECONDS_SIGNUPS} s each: plain $plain_tps tps, a fixed index of capacity 10,000,000 $fixed_tps tps ($(ratio "$fixed_tps" "$plain_tps")), growing index $grown_tps tps ($(ratio "$grown_tps" "$plain_tps")), grown to $final_layers layers, $final_rows rows; p99 latency $overall_p99 µs, within a second of a layer added $around_p99 µs (layers added at: $changes)"
   grown_ratios+="$(ratio "$grown_tps" "$plain_tps") "
   fixed_ratios+="$(ratio "$fixed_tps" "$plain_tps") "
-  p99_ratios+="$(ratio "$around_p99" "$overall_p99") "
+  p99_ratios+="$(awk -v a="$around_p99" -v o="$overall_p99" 'BEGIN { printf "%.3f", (o > 0 ? a / o : 0) }') "
 done
 # shellcheck disable=SC2086
 throughput=$(median $grown_ratios)

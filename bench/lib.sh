@@ -6,6 +6,7 @@
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {
   if (NR == 0) exit 1; if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
+mb() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 # paired_ratios "A1 A2 ..." "B1 B2 ...": A1/B1, A2/B2, ... one a line.
 paired_ratios() {
   paste <(tr -s ' ' '\n' <<<"$1" | grep .) <(tr -s ' ' '\n' <<<"$2" | grep .) \
@@ -42,3 +43,12 @@ timed_queries() {
 }
 # times_of OUTPUT LABEL: the LABEL's milliseconds, round by round.
 times_of() { awk -v l="$2" '$1 == l {print $2}' <<<"$1" | xargs; }
+
+# The plans the benchmarks compare: serial, and with 2 workers whatever the table's size.
+serial_settings="SET max_parallel_workers_per_gather = 0"
+parallel_settings="SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0;
+  SET min_parallel_table_scan_size = 0; SET max_parallel_workers_per_gather = 2"
+# shellcheck disable=SC2034  # read by the scripts that source this file
+declare -A mode_settings=([serial]=$serial_settings [parallel]=$parallel_settings)
+# shellcheck disable=SC2034
+declare -A mode_label=([serial]=serial [parallel]="2 workers")

@@ -76,7 +76,6 @@ stop_after() {
   print_summary
   exit 0
 }
-mb() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 # script_rows PREFIX NAME VARIABLE SCRIPT: runs SCRIPT with VARIABLE naming a file for its target
 # rows ("what|measured|target|result"), prints what it printed but those rows, and adds them to
 # the summary, PREFIX before each.
@@ -289,7 +288,6 @@ section "b) batch check: 1,000,000 candidates (half present) against the stored 
 
 batch_bloom="SELECT count(*) FROM candidates c, filters WHERE bloom_contains(f, c.email)"
 batch_length="SELECT count(*) FROM candidates c, filters WHERE length(c.email) > filters.id"
-serial_settings="SET max_parallel_workers_per_gather = 0"
 plan_of() { sql -c "$serial_settings" -c "EXPLAIN (COSTS OFF) $1"; }
 bloom_plan=$(plan_of "$batch_bloom")
 length_plan=$(plan_of "$batch_length")
@@ -320,8 +318,6 @@ stop_after b
 # ---------------------------------------------------------------------------------------------
 section "c) builds over users (1,000,000 distinct emails), $ROUNDS rounds"
 
-parallel_settings="SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0;
-  SET min_parallel_table_scan_size = 0; SET max_parallel_workers_per_gather = 2"
 builds=(count auto explicit)
 declare -A build_expression=(
   [count]="count(email)"
@@ -330,8 +326,6 @@ declare -A build_expression=(
 )
 build_query() { echo "SELECT pg_column_size(${build_expression[$1]}) FROM users"; }
 modes=(serial parallel)
-declare -A mode_settings=([serial]=$serial_settings [parallel]=$parallel_settings)
-declare -A mode_label=([serial]=serial [parallel]="2 workers")
 declare -A memory_label=([serial]=serial [parallel]="2 workers, the leader's")
 
 # Under the parallel settings every build must run with 2 workers.

@@ -68,11 +68,13 @@ void write_auto_header(uint8_t *out, uint8_t serial_kind, const AggregateState *
 // bucket after bucket, as the layout has them.
 bytea *serialize_spilled_inline(AggregateState *state, uint64_t count) {
     const Size size = VARHDRSZ + kSerialAutoFixed + count * kHeldHashBytes;
-    bytea *result = static_cast<bytea *>(palloc0(size));
+    bytea *result = static_cast<bytea *>(palloc(size));
     uint8_t *out = reinterpret_cast<uint8_t *>(VARDATA(result));
     write_auto_header(out, kSerialAuto, state, count);
     if (state->sketch != nullptr)
         memcpy(out + kSerialAutoHeader, state->sketch->registers, kSerialSketchBytes);
+    else
+        memset(out + kSerialAutoHeader, 0, kSerialSketchBytes);
     uint8_t *counts = out + kSerialAutoHeader + kSerialSketchBytes;
     uint8_t *hashes = counts + 4 * kBuckets;
     uint32_t bucket_counts[kBuckets] = {0};
