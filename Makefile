@@ -5,7 +5,8 @@
 #   make test   format check, unit tests, sanitizers, fuzz smoke, the pg_regress suite and the
 #               Python client's tests on throwaway clusters, then the TAP tests (t/, prove); needs
 #               `make deps` once
-#   make bench  benchmarks, printed as ratios measured side by side
+#   make bench  the README's headline benchmarks in a few minutes, printed as ratios measured side
+#               by side; make bench-all every section
 
 EXTENSION = bloomfilter
 MODULE_big = bloomfilter
@@ -240,4 +241,12 @@ bench: deps
 	$(MAKE) all
 	test/install.sh
 	bench/run.sh
+
+# Every section of the benchmarks (bench/run.sh; `make bench` runs the headline ones): half an
+# hour or more on two cores. BENCH_SECTIONS="a d" make bench runs some.
+.PHONY: bench-all
+bench-all: deps
+	$(MAKE) all
+	test/install.sh
+	BENCH_SECTIONS=all bench/run.sh
 include $(SOURCE_DIR)test/matrix.mk
