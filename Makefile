@@ -202,11 +202,11 @@ test: all
 	  "isolation ($(words $(ISOLATION)) specs), Python client, Node.js client," \
 	  "TAP: $$(sed -n 's/^\(Files=[0-9]*, Tests=[0-9]*\),.*/\1/p' build/tap.log)"
 
-# The C and C++ sources against .clang-format, with clang-format-14 (test/bootstrap.sh installs
+# The C and C++ sources (the Python client's compiled check too) against .clang-format, with clang-format-14 (test/bootstrap.sh installs
 # it); `make format` rewrites them.
 CLANG_FORMAT ?= clang-format-14
 FORMAT_FILES = $(wildcard $(addprefix $(SOURCE_DIR),src/core/*.[ch]pp src/pg/*.[ch]pp \
-                 test/*/*.[ch]pp bench/*.[ch]pp))
+                 test/*/*.[ch]pp bench/*.[ch]pp clients/python/src/*.cpp))
 format-check:
 	$(CLANG_FORMAT) --style=file --dry-run --Werror $(FORMAT_FILES)
 format:

@@ -35,6 +35,7 @@ wanted=(
   python3-django           # bloomfilter.django (tests/test_django.py)
   python3-numpy            # the Python client's contains_many accelerator (optional there, tested)
   python3-venv python3-setuptools python3-wheel  # the Python client's install in a venv (tested)
+  python3-dev              # the Python client's compiled check (bloomfilter._native, tested)
   pgbouncer                # the clients' tests through PgBouncer, which start processes of their own
 )
 # The Node.js client's tests: Debian's nodejs and npm (and the CA certificates npm ci needs to

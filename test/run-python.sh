@@ -9,10 +9,22 @@ missing=()
 for module in xxhash numpy psycopg psycopg_pool psycopg2 asyncpg sqlalchemy django pytest gunicorn setuptools wheel; do
   "$PYTHON" -c "import $module" 2>/dev/null || missing+=("python3-${module//_/-}")
 done
+# Python's headers, for the compiled check (bloomfilter._native).
+[ -f "$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h" ] ||
+  missing+=(python3-dev)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "missing Debian packages: ${missing[*]} (apt-get install -y ${missing[*]})" >&2
   exit 1
 fi
+# The compiled check (bloomfilter._native, from src/core), built in place and required here: the
+# tests run both it and the pure-Python check (where they compare them, they force the latter).
+(cd clients/python && "$PYTHON" setup.py -q build_ext --inplace 2>&1 | grep -v BetaConfiguration) || true
+if ! (cd clients/python && "$PYTHON" -c 'import bloomfilter._native'); then
+  echo "the compiled check (clients/python/src/native.cpp) did not build: see above" >&2
+  exit 1
+fi
+export BLOOMFILTER_NATIVE_REQUIRED=1
+unset BLOOMFILTER_NATIVE
 . bench/cluster.sh
 trap cluster_cleanup_all EXIT
 cluster_start python "max_connections = 60"

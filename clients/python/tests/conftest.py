@@ -77,3 +77,18 @@ def conn2(dsn):
     bloomfilter.psycopg2.register(connection)
     yield connection
     connection.close()
+
+
+@pytest.fixture(params=["native", "python"])
+def check_path(request, monkeypatch):
+    """Filters made in the test check with the compiled check (bloomfilter._native) or in pure
+    Python. Without the compiled module the "native" runs are skipped, or fail where
+    BLOOMFILTER_NATIVE_REQUIRED=1 (test/run-python.sh builds it and sets that)."""
+    from bloomfilter import _native_check
+    if request.param == "python":
+        monkeypatch.setattr(_native_check, "native", None)
+    elif _native_check.native is None:
+        if os.environ.get("BLOOMFILTER_NATIVE_REQUIRED") == "1":
+            pytest.fail("bloomfilter._native is not built (test/run-python.sh builds it)")
+        pytest.skip("bloomfilter._native is not built (python3 setup.py build_ext --inplace)")
+    return request.param

@@ -20,7 +20,7 @@ import psycopg
 import pytest
 
 import bloomfilter
-from bloomfilter import Filter, _batch, _core, _vector
+from bloomfilter import Filter, _batch, _core, _native_check, _vector
 from bloomfilter.follow import (AsyncIndexFollower, IndexFollower, MultiIndexFollower,
                                 ShardedIndexFollower)
 
@@ -31,10 +31,16 @@ def loop(checker, keys):
     return [checker.contains(key) for key in keys]
 
 
-@pytest.fixture(params=["numpy", "python"])
+@pytest.fixture(params=["native", "numpy", "python"])
 def batch_path(request, monkeypatch):
-    """Filter.contains_many through NumPy (its absence fails the test: the fast path must be
-    there) or in pure Python, as without NumPy."""
+    """Filter.contains_many through the compiled check (see check_path), NumPy (its absence fails
+    the test: the fast path must be there) or in pure Python, as without NumPy."""
+    if request.param == "native":
+        if _native_check.native is None and os.environ.get("BLOOMFILTER_NATIVE_REQUIRED") != "1":
+            pytest.skip("bloomfilter._native is not built (python3 setup.py build_ext --inplace)")
+        assert bloomfilter.accelerator() == "native"
+        return request.param
+    monkeypatch.setattr(_native_check, "native", None)
     if request.param == "python":
         monkeypatch.setattr(_core, "_vector", None)
     else:
@@ -103,6 +109,7 @@ def test_numpy_block_is_the_high_half():
 
 def test_numpy_is_the_path_taken(monkeypatch):
     """With NumPy importable, a batch of MIN_KEYS keys or more goes through _vector."""
+    monkeypatch.setattr(_native_check, "native", None)
     calls = []
     original = _vector.VectorCheck.__call__
 
@@ -117,10 +124,11 @@ def test_numpy_is_the_path_taken(monkeypatch):
     assert calls == [1000]
 
 
-def test_numpy_is_faster():
+def test_numpy_is_faster(monkeypatch):
     """The point of the NumPy path: its CPU time per key, best of 5, at most 1/2.5 of a loop of
     contains() on a 1M-key filter half of whose keys are present (bench/python_client.sh
     measures the ratio, against 3x; the pure-Python batch is under 2x)."""
+    monkeypatch.setattr(_native_check, "native", None)  # tests/test_native.py times that one
     f = Filter.empty(1_000_000, 0.01)
     f.update(str(n) for n in range(0, 400_000, 2))
     keys = [str(n) for n in range(40_000)]
@@ -150,7 +158,8 @@ def test_without_numpy():
             "assert sum(f.contains_many(keys)) >= 1000\n"
             "print('pure python')\n")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=os.path.join(os.path.dirname(__file__), ".."))
+                         cwd=os.path.join(os.path.dirname(__file__), ".."),
+                         env=dict(os.environ, BLOOMFILTER_NATIVE="0"))
     assert run.returncode == 0 and run.stdout == "pure python\n", run.stdout + run.stderr
 
 

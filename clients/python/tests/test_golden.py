@@ -52,7 +52,7 @@ def test_key_hashes_and_shards(entry):
 
 @pytest.mark.parametrize("spec", VECTORS["filters"],
                          ids=lambda s: "%d@%g-v%d" % (s["capacity"], s["error_rate"], s["version"]))
-def test_filters(spec):
+def test_filters(spec, check_path):
     f = Filter.empty(spec["capacity"], spec["error_rate"], version=spec["version"])
     assert (f.hashes, f.block_log2, f.blocks) == (spec["hashes"], spec["block_log2"], spec["blocks"])
     assert f.to_bytes()[:36].hex() == spec["empty_header"]
@@ -76,7 +76,7 @@ def test_malformed(case):
     assert _core.MESSAGES[case["status"]] in str(raised.value)
 
 
-def test_operations():
+def test_operations(check_path):
     a = Filter.empty(1000, 0.01)
     b = Filter.empty(1000, 0.01)
     a.add("x")
@@ -117,7 +117,7 @@ def test_operations():
 @pytest.mark.parametrize("spec", VECTORS["layered"],
                          ids=lambda s: "%d@%g-x%d-%d-layers" % (s["capacity"], s["error_rate"], s["expansion"],
                                                                  len(s["layers"])))
-def test_layered(spec):
+def test_layered(spec, check_path):
     """A layered value (format version 3) as the core writes it: its layers where the core
     puts them, every key of every layer present, the absent keys answered as the core answers,
     and nothing that would write it."""

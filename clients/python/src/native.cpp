@@ -1,0 +1,376 @@
+// bloomfilter._native: the Python client's compiled check, on the extension's C++ core
+// (src/core/bloom.hpp; bloom.cpp is compiled in by core.cpp). It hashes a key's bytes with the
+// core's hash_bytes and checks them with the core's block checks, so it answers as the server
+// does, bit for bit; the key's bytes are those bloomfilter._core.key_bytes gives (docs/format.md,
+// "Keys: what is hashed"), with str, bytes, bytearray, int and uuid.UUID converted here and any
+// other key handed to key_bytes itself, so every key and every refusal is the pure-Python path's.
+//
+// A Checker reads the bytes of an object exporting the buffer protocol (the bytearray of a
+// Filter; later a shared mapping), with no copy: it validates them once as the core does, keeps
+// the parameters it found, and on each call takes the buffer again and checks that its length
+// and the header's first 28 bytes are still those, so a buffer changed under it raises
+// ValueError instead of reading out of bounds.
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "bloom.hpp"
+
+namespace bf = bloomfilter;
+
+namespace {
+
+// The header bytes a check relies on: everything but `inserted`, which adds change.
+constexpr size_t kCheckedHeader = bf::kOffsetInserted;
+// Keys hashed before their blocks are read in a batch: their blocks are prefetched meanwhile.
+constexpr Py_ssize_t kBatch = 32;
+
+PyObject *uuid_type;   // uuid.UUID
+PyObject *bytes_name;  // "bytes"
+
+const char *status_name(bf::Status status) {
+    switch (status) {
+        case bf::Status::ok: return "ok";
+        case bf::Status::capacity_out_of_range: return "capacity_out_of_range";
+        case bf::Status::error_rate_out_of_range: return "error_rate_out_of_range";
+        case bf::Status::too_large: return "too_large";
+        case bf::Status::truncated: return "truncated";
+        case bf::Status::bad_magic: return "bad_magic";
+        case bf::Status::unsupported_version: return "unsupported_version";
+        case bf::Status::bad_block_size: return "bad_block_size";
+        case bf::Status::bad_parameters: return "bad_parameters";
+        case bf::Status::inconsistent_sizing: return "inconsistent_sizing";
+        case bf::Status::bad_length: return "bad_length";
+        case bf::Status::bad_layer_count: return "bad_layer_count";
+        case bf::Status::bad_layer: return "bad_layer";
+        case bf::Status::capacity_mismatch: return "capacity_mismatch";
+        case bf::Status::error_rate_mismatch: return "error_rate_mismatch";
+        case bf::Status::version_mismatch: return "version_mismatch";
+    }
+    return "unknown";
+}
+
+// ValueError("invalid bloom value: <the core's reason>") with .status, as _core.read_header
+// raises it.
+void raise_status(bf::Status status) {
+    PyObject *error = PyObject_CallFunction(
+        PyExc_ValueError, "N",
+        PyUnicode_FromFormat("invalid bloom value: %s", bf::status_message(status)));
+    if (error == nullptr) return;
+    PyObject *name = PyUnicode_FromString(status_name(status));
+    if (name != nullptr) {
+        PyObject_SetAttrString(error, "status", name);
+        Py_DECREF(name);
+    }
+    PyErr_SetObject(PyExc_ValueError, error);
+    Py_DECREF(error);
+}
+
+struct Checker {
+    PyObject ob_base;     // PyObject_HEAD
+    PyObject *owner;      // the object whose buffer holds the value
+    PyObject *key_bytes;  // bloomfilter._core.key_bytes, for the keys not converted here
+    uint64_t length;
+    uint8_t header[kCheckedHeader];
+    uint32_t hash_version;  // 1 or 2: which hash the layers use
+    uint32_t count;         // filters: 1, or a layered value's layers
+    uint64_t offset[bf::kMaxLayers];
+    bf::FilterRef layer[bf::kMaxLayers];  // data: null; the buffer's address + offset per call
+};
+
+// A key's bytes: in `data`, or in `held` (a bytes object to release), or in `word` (an int).
+struct KeyBytes {
+    const char *data;
+    Py_ssize_t length;
+    PyObject *held;
+    uint8_t word[8];
+};
+
+// The bytes _core.key_bytes(key) gives, without a call for the common kinds; 0, or -1 with the
+// exception key_bytes raises.
+int key_bytes_of(Checker *self, PyObject *key, KeyBytes *out) {
+    out->held = nullptr;
+    PyTypeObject *type = Py_TYPE(key);
+    if (type == &PyUnicode_Type) {
+        out->data = PyUnicode_AsUTF8AndSize(key, &out->length);
+        return out->data == nullptr ? -1 : 0;
+    }
+    if (type == &PyBytes_Type) {
+        out->data = PyBytes_AS_STRING(key);
+        out->length = PyBytes_GET_SIZE(key);
+        return 0;
+    }
+    if (type == &PyByteArray_Type) {
+        out->data = PyByteArray_AS_STRING(key);
+        out->length = PyByteArray_GET_SIZE(key);
+        return 0;
+    }
+    if (type == &PyLong_Type) {
+        int overflow = 0;
+        const long long value = PyLong_AsLongLongAndOverflow(key, &overflow);
+        if (overflow == 0 && !(value == -1 && PyErr_Occurred())) {
+            bf::store_u64(out->word, uint64_t(value));
+            out->data = reinterpret_cast<const char *>(out->word);
+            out->length = 8;
+            return 0;
+        }
+        PyErr_Clear();  // out of the bigint range: key_bytes raises its error
+    }
+    PyObject *held = reinterpret_cast<PyObject *>(type) == uuid_type
+                         ? PyObject_GetAttr(key, bytes_name)
+                         : PyObject_CallOneArg(self->key_bytes, key);
+    if (held == nullptr) return -1;
+    if (!PyBytes_Check(held)) {
+        PyErr_Format(PyExc_TypeError, "key_bytes returned %.200s, not bytes",
+                     Py_TYPE(held)->tp_name);
+        Py_DECREF(held);
+        return -1;
+    }
+    out->held = held;
+    out->data = PyBytes_AS_STRING(held);
+    out->length = PyBytes_GET_SIZE(held);
+    return 0;
+}
+
+// The key's hash as the checker's layers use it; 0, or -1 with an exception.
+int hash_key(Checker *self, PyObject *key, bf::KeyHash *out) {
+    KeyBytes bytes;
+    if (key_bytes_of(self, key, &bytes) != 0) return -1;
+    *out = bf::hash_bytes(self->hash_version, bytes.data, size_t(bytes.length));
+    Py_XDECREF(bytes.held);
+    return 0;
+}
+
+// The checked value's bytes, taken for one call (released with PyBuffer_Release); 0, or -1 with
+// ValueError when they are no longer the value validated.
+int take_buffer(Checker *self, Py_buffer *view) {
+    if (PyObject_GetBuffer(self->owner, view, PyBUF_SIMPLE) != 0) return -1;
+    if (uint64_t(view->len) != self->length ||
+        std::memcmp(view->buf, self->header, kCheckedHeader) != 0) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_ValueError,
+                        "the filter's buffer changed under its check: its length or header is no "
+                        "longer the value's it was made for");
+        return -1;
+    }
+    return 0;
+}
+
+inline bool check(const Checker *self, const uint8_t *data, bf::KeyHash h) {
+    for (uint32_t n = self->count; n-- > 0;) {  // the newest layer first, as the core does
+        bf::FilterRef ref = self->layer[n];
+        ref.data = const_cast<uint8_t *>(data) + self->offset[n];
+        if (ref.contains(h)) return true;
+    }
+    return false;
+}
+
+void prefetch(const Checker *self, const uint8_t *data, bf::KeyHash h) {
+    const bf::FilterRef &ref = self->layer[self->count - 1];
+    __builtin_prefetch(data + self->offset[self->count - 1] +
+                       bf::key_block_offset(h, ref.version, ref.blocks, ref.block_log2));
+}
+
+int Checker_init(Checker *self, PyObject *args, PyObject *kwargs) {
+    static const char *keywords[] = {"data", "key_bytes", nullptr};
+    PyObject *owner, *key_bytes;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:Checker", const_cast<char **>(keywords),
+                                     &owner, &key_bytes))
+        return -1;
+    if (!PyCallable_Check(key_bytes)) {
+        PyErr_SetString(PyExc_TypeError, "key_bytes must be callable");
+        return -1;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(owner, &view, PyBUF_SIMPLE) != 0) return -1;
+    const uint8_t *data = static_cast<const uint8_t *>(view.buf);
+    const size_t length = size_t(view.len);
+    bf::Header header;
+    bf::Status status = bf::validate(data, length, &header);
+    bf::Layers layers;
+    if (status == bf::Status::ok && header.parameters.version == bf::kFormatLayered)
+        status = bf::read_layers(data, length, &layers);
+    if (status != bf::Status::ok) {
+        PyBuffer_Release(&view);
+        raise_status(status);
+        return -1;
+    }
+    if (header.parameters.version == bf::kFormatLayered) {
+        self->hash_version = bf::kFormatVersion2;
+        self->count = layers.count;
+        for (uint32_t n = 0; n < layers.count; n++) {
+            self->offset[n] = layers.offset[n];
+            self->layer[n] = bf::FilterRef::of(nullptr, layers.layer[n]);
+        }
+    } else {
+        self->hash_version = header.parameters.version;
+        self->count = 1;
+        self->offset[0] = 0;
+        self->layer[0] = bf::FilterRef::of(nullptr, header.parameters);
+    }
+    self->length = length;
+    std::memcpy(self->header, data, kCheckedHeader);
+    PyBuffer_Release(&view);
+    Py_INCREF(owner);
+    Py_INCREF(key_bytes);
+    Py_XSETREF(self->owner, owner);
+    Py_XSETREF(self->key_bytes, key_bytes);
+    return 0;
+}
+
+int Checker_traverse(Checker *self, visitproc visit, void *arg) {
+    Py_VISIT(self->owner);
+    Py_VISIT(self->key_bytes);
+    return 0;
+}
+
+int Checker_clear(Checker *self) {
+    Py_CLEAR(self->owner);
+    Py_CLEAR(self->key_bytes);
+    return 0;
+}
+
+void Checker_dealloc(Checker *self) {
+    PyObject_GC_UnTrack(self);
+    Checker_clear(self);
+    Py_TYPE(self)->tp_free(reinterpret_cast<PyObject *>(self));
+}
+
+bool ready(Checker *self) {
+    if (self->owner != nullptr) return true;
+    PyErr_SetString(PyExc_ValueError, "Checker.__init__ was not called");
+    return false;
+}
+
+PyObject *Checker_contains(Checker *self, PyObject *key) {
+    if (!ready(self)) return nullptr;
+    bf::KeyHash h;
+    if (hash_key(self, key, &h) != 0) return nullptr;
+    Py_buffer view;
+    if (take_buffer(self, &view) != 0) return nullptr;
+    const bool found = check(self, static_cast<const uint8_t *>(view.buf), h);
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(found);
+}
+
+// The keys are hashed kBatch at a time, their blocks prefetched, then checked: the block reads
+// of a batch overlap instead of waiting one after the other.
+PyObject *Checker_contains_many(Checker *self, PyObject *keys) {
+    if (!ready(self)) return nullptr;
+    PyObject *sequence = PySequence_Fast(keys, "contains_many takes an iterable of keys");
+    if (sequence == nullptr) return nullptr;
+    const Py_ssize_t count = PySequence_Fast_GET_SIZE(sequence);
+    PyObject *answers = PyList_New(count);
+    Py_buffer view;
+    if (answers == nullptr || take_buffer(self, &view) != 0) {
+        Py_XDECREF(answers);
+        Py_DECREF(sequence);
+        return nullptr;
+    }
+    const uint8_t *data = static_cast<const uint8_t *>(view.buf);
+    bf::KeyHash hashes[kBatch];
+    for (Py_ssize_t start = 0; start < count; start += kBatch) {
+        const Py_ssize_t end = count - start < kBatch ? count : start + kBatch;
+        for (Py_ssize_t i = start; i < end; i++) {
+            // A key converted by key_bytes runs Python code, which may change a list of keys.
+            if (i >= PySequence_Fast_GET_SIZE(sequence)) {
+                PyErr_SetString(PyExc_RuntimeError, "the keys changed during contains_many");
+                goto failed;
+            }
+            PyObject *key = PySequence_Fast_GET_ITEM(sequence, i);
+            Py_INCREF(key);
+            const int hashed = hash_key(self, key, &hashes[i - start]);
+            Py_DECREF(key);
+            if (hashed != 0) goto failed;
+            prefetch(self, data, hashes[i - start]);
+        }
+        for (Py_ssize_t i = start; i < end; i++)
+            PyList_SET_ITEM(answers, i, PyBool_FromLong(check(self, data, hashes[i - start])));
+    }
+    PyBuffer_Release(&view);
+    Py_DECREF(sequence);
+    return answers;
+failed:
+    PyBuffer_Release(&view);
+    Py_DECREF(sequence);
+    Py_DECREF(answers);  // its unset items are NULL, which a list's deallocation skips
+    return nullptr;
+}
+
+PyObject *Checker_get_layers(Checker *self, void *) {
+    return ready(self) ? PyLong_FromUnsignedLong(self->count) : nullptr;
+}
+
+PyMethodDef checker_methods[] = {
+    {"contains", reinterpret_cast<PyCFunction>(Checker_contains), METH_O,
+     "contains(key): False, the key was certainly never added; True, it probably was."},
+    {"contains_many", reinterpret_cast<PyCFunction>(Checker_contains_many), METH_O,
+     "contains_many(keys): [contains(key) for key in keys]."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyGetSetDef checker_getset[] = {
+    {"layers", reinterpret_cast<getter>(Checker_get_layers), nullptr,
+     "The filters checked: 1, or a layered value's layers.", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr},
+};
+
+PyTypeObject CheckerType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+PyObject *check_path(PyObject *, PyObject *) {
+    return PyUnicode_FromString(bf::chosen_check_path_name());
+}
+
+PyMethodDef module_methods[] = {
+    {"check_path", check_path, METH_NOARGS,
+     "The core's block check this process uses for version 2 filters: \"scalar\", \"avx2\" or "
+     "\"avx512\" (the fastest here, timed at import)."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyModuleDef native_module = {
+    PyModuleDef_HEAD_INIT,
+    "bloomfilter._native",
+    "The compiled check of bloomfilter filters, on the extension's C++ core.",
+    -1,
+    module_methods,
+};
+
+}  // namespace
+
+PyMODINIT_FUNC PyInit__native() {
+    CheckerType.tp_name = "bloomfilter._native.Checker";
+    CheckerType.tp_doc =
+        "Checker(data, key_bytes): the check of a validated bloom value (format 1, 2 or 3) held "
+        "in `data`, any object exporting its bytes (read on each call, never copied); keys "
+        "other than str, bytes, bytearray, int and uuid.UUID are hashed as key_bytes(key).";
+    CheckerType.tp_basicsize = sizeof(Checker);
+    CheckerType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC;
+    CheckerType.tp_new = PyType_GenericNew;
+    CheckerType.tp_init = reinterpret_cast<initproc>(Checker_init);
+    CheckerType.tp_dealloc = reinterpret_cast<destructor>(Checker_dealloc);
+    CheckerType.tp_traverse = reinterpret_cast<traverseproc>(Checker_traverse);
+    CheckerType.tp_clear = reinterpret_cast<inquiry>(Checker_clear);
+    CheckerType.tp_methods = checker_methods;
+    CheckerType.tp_getset = checker_getset;
+    if (PyType_Ready(&CheckerType) != 0) return nullptr;
+
+    PyObject *uuid = PyImport_ImportModule("uuid");
+    if (uuid == nullptr) return nullptr;
+    uuid_type = PyObject_GetAttrString(uuid, "UUID");
+    Py_DECREF(uuid);
+    bytes_name = PyUnicode_InternFromString("bytes");
+    if (uuid_type == nullptr || bytes_name == nullptr) return nullptr;
+
+    // As the server's _PG_init: the fastest block check this CPU has (about 1 ms).
+    bf::choose_check_path();
+
+    PyObject *module = PyModule_Create(&native_module);
+    if (module == nullptr) return nullptr;
+    Py_INCREF(&CheckerType);
+    if (PyModule_AddObject(module, "Checker", reinterpret_cast<PyObject *>(&CheckerType)) != 0) {
+        Py_DECREF(&CheckerType);
+        Py_DECREF(module);
+        return nullptr;
+    }
+    return module;
+}

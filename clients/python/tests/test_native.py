@@ -1,0 +1,411 @@
+"""The compiled check (bloomfilter._native, the extension's C++ core) against the pure-Python
+one and the server: the same answers, single and batch, on filters of format versions 1 and 2
+and layered values of 1 and 6 layers, for keys of every type and kind (subclasses, edges, keys
+refused with the same errors); the fallback when it is turned off (BLOOMFILTER_NATIVE=0); and
+bytes that are not a valid value, or stop being one, raising ValueError instead of crashing."""
+
+import array
+import enum
+import os
+import random
+import subprocess
+import sys
+import uuid
+
+import pytest
+
+import bloomfilter
+from bloomfilter import Filter, LayeredFilter, _core, _native_check, key_hash
+from bloomfilter.follow import IndexFollower
+
+from test_check import SIZINGS, keys_of_every_type
+from test_golden import VECTORS
+from test_server import make_keys
+
+native = _native_check.native
+needs_native = pytest.mark.skipif(
+    native is None and os.environ.get("BLOOMFILTER_NATIVE_REQUIRED") != "1",
+    reason="bloomfilter._native is not built (python3 setup.py build_ext --inplace)")
+pytestmark = needs_native
+
+_MASK64 = (1 << 64) - 1
+
+
+class Text(str):
+    pass
+
+
+class Number(enum.IntEnum):
+    SEVEN = 7
+
+
+class Id(uuid.UUID):
+    pass
+
+
+def odd_keys():
+    """Keys of the kinds _native converts itself and of those it hands to key_bytes."""
+    return ["", "a", "\x00", "\u00e9" * 100, "\U0001F600", "x" * 10000, Text("abc"), Text(""),
+            b"", b"abc", bytes(range(256)) * 4, bytearray(b"abc"), bytearray(), memoryview(b"abc"),
+            memoryview(b"abcdef")[::2], memoryview(array.array("I", [1, 2, 3])),
+            0, 1, -1, 2 ** 63 - 1, -2 ** 63, 2 ** 31, Number.SEVEN,
+            uuid.UUID(int=0), uuid.UUID(int=_MASK64 << 64 | 1), Id(int=5)]
+
+
+REFUSED = [True, False, None, 1.5, 2 ** 63, -2 ** 63 - 1, 2 ** 200, "\ud800", "a\udfffb",
+           array.array("B", b"abc"), object(), ["a"], ("a",)]
+
+
+def both(data):
+    """The filter of `data` with the compiled check and with the pure-Python one."""
+    compiled = Filter.from_bytes(data)
+    saved = _native_check.native
+    _native_check.native = None
+    try:
+        python = Filter.from_bytes(data)
+    finally:
+        _native_check.native = saved
+    assert compiled._native is not None and python._native is None
+    return compiled, python
+
+
+def layered_value(capacity, error_rate, expansion, count, keys):
+    """A layered value (format version 3) of `count` layers, built here as docs/format.md says,
+    with key i added to layer i % count."""
+    layers = [_core.layer_parameters(capacity, error_rate, expansion, n) for n in range(count)]
+    parts = [_core._LAYERED_HEADER.pack(_core.MAGIC, 3, 0, count, expansion, capacity, error_rate,
+                                        len(keys))]
+    for n, (layer_capacity, rate, hashes, log2, blocks) in enumerate(layers):
+        bits = bytearray(blocks << (log2 - 3))
+        for key in keys[n::count]:
+            h = key_hash(key)
+            base = ((h * blocks) >> 64) << (log2 - 3)
+            for i in range(hashes):
+                p = ((h * _core.position_multiplier(i)) & _MASK64) >> (64 - log2)
+                bits[base + (p >> 3)] |= 1 << (p & 7)
+        parts += [_core._HEADER.pack(_core.MAGIC, 2, log2, hashes, blocks, layer_capacity, rate, 0),
+                  bytes(bits)]
+    return b"".join(parts)
+
+
+def filters_of_every_format():
+    """(name, bytes, keys added): versions 1 and 2 at every sizing, layered of 1 and 6 layers."""
+    values = []
+    for capacity, error_rate in SIZINGS:
+        for version in (1, 2):
+            added = keys_of_every_type(capacity // 2, seed=capacity + version)
+            f = Filter.empty(capacity, error_rate, version=version).update(added)
+            values.append(("v%d-%d@%g" % (version, capacity, error_rate), f.to_bytes(), added))
+    for count, capacity in ((1, 5000), (6, 1000)):
+        added = keys_of_every_type(3000, seed=count)
+        values.append(("layered-%d" % count, layered_value(capacity, 0.01, 2, count, added), added))
+    for spec in VECTORS["layered"]:
+        values.append(("golden-layered-%d" % len(spec["layers"]), bytes.fromhex(spec["bytes"]), []))
+    return values
+
+
+FORMATS = filters_of_every_format()
+
+
+def errors_of(check, key):
+    try:
+        return check(key)
+    except Exception as error:  # the error's type and message, compared between the paths
+        return type(error), str(error)
+
+
+def test_accelerator():
+    assert bloomfilter.accelerator() == "native"
+    assert native.check_path() in ("scalar", "avx2", "avx512")
+    f = Filter.empty(1000)
+    assert f.contains == f._native.contains and f._native.layers == 1
+
+
+@pytest.mark.parametrize("name,data,added", FORMATS, ids=[v[0] for v in FORMATS])
+def test_answers_equal_python(name, data, added, monkeypatch):
+    compiled, python = both(data)
+    assert isinstance(compiled, LayeredFilter) == name.startswith(("layered", "golden"))
+    keys = added + keys_of_every_type(6000, seed=len(data)) + odd_keys()
+    random.Random(len(data)).shuffle(keys)
+    expected = [python.contains(key) for key in keys]
+    assert all(python.contains(key) for key in added) and not all(expected)
+    assert [compiled.contains(key) for key in keys] == expected
+    assert [key in compiled for key in keys] == expected
+    assert compiled.contains_many(keys) == expected
+    assert compiled.contains_many(iter(keys)) == expected
+    assert compiled.contains_many(tuple(keys[:100])) == expected[:100]
+    assert compiled.contains_many([]) == []
+    # The pure-Python batches: NumPy's and, without it, the big integers'.
+    assert python.contains_many(keys) == expected
+    monkeypatch.setattr(_core, "_vector", None)
+    assert python.contains_many(keys) == expected
+    if not isinstance(compiled, LayeredFilter):
+        assert compiled._contains_generic  # the plain check, the same answers
+        assert [compiled._contains_generic(key) for key in keys[:3000]] == expected[:3000]
+
+
+REFUSING = FORMATS[:2] + FORMATS[-5:-3]
+
+
+@pytest.mark.parametrize("name,data,added", REFUSING, ids=[v[0] for v in REFUSING])
+def test_refusals_equal_python(name, data, added):
+    compiled, python = both(data)
+    for key in REFUSED:
+        expected = errors_of(python.contains, key)
+        assert isinstance(expected, tuple), key
+        assert errors_of(compiled.contains, key) == expected
+        for keys in ([key], ["a"] * 50 + [key] + [7] * 50, [3] * 100 + [key]):
+            assert errors_of(compiled.contains_many, keys) == expected
+            assert errors_of(python.contains_many, keys) == expected
+
+
+def test_follows_changes_in_place():
+    """The compiled check reads the filter's own bytes on every call: adds, and pages a
+    follower writes in place, are seen at once."""
+    f = Filter.empty(10_000, 0.01)
+    assert not f.contains("later") and f.contains_many(["later"]) == [False]
+    f.add("later")
+    assert f.contains("later") and f.contains_many(["later"]) == [True]
+    g = Filter.empty(10_000, 0.01).update(range(100))
+    f._data[36:] = g._data[36:]  # as _merge writes pages
+    assert f.contains(5) and not f.contains("later")
+
+
+@pytest.mark.parametrize("case", VECTORS["malformed"], ids=lambda c: c["what"])
+def test_malformed_refused_as_the_core_refuses(case):
+    """_native validates as the core does: the golden vectors' values refused, each for its
+    reason, as Filter.from_bytes refuses them."""
+    data = bytes.fromhex(case["bytes"])
+    if case["status"] == "ok":
+        native.Checker(data, _core.key_bytes)
+        return
+    with pytest.raises(ValueError) as raised:
+        native.Checker(data, _core.key_bytes)
+    assert raised.value.status == case["status"]
+    assert str(raised.value) == "invalid bloom value: " + _core.MESSAGES[case["status"]]
+
+
+def test_random_damage_raises_or_checks():
+    """Bytes damaged at random (header bytes, truncated, extended): _native refuses exactly the
+    values Filter.from_bytes refuses, for the same reason, and checks the others."""
+    rng = random.Random(44)
+    originals = [data for _, data, _ in FORMATS if len(data) < 200_000]
+    keys = keys_of_every_type(60, seed=1)
+    checked = 0
+    for _ in range(3000):
+        data = bytearray(rng.choice(originals))
+        what = rng.randrange(4)
+        if what == 0:
+            data[rng.randrange(36)] = rng.randrange(256)
+        elif what == 1:
+            for _ in range(rng.randrange(1, 4)):
+                data[rng.randrange(min(len(data), 200))] ^= 1 << rng.randrange(8)
+        elif what == 2:
+            del data[rng.randrange(len(data)):]
+        else:
+            data += bytes(rng.randrange(1, 600))
+        try:
+            expected = Filter.from_bytes(bytes(data))
+        except ValueError as error:
+            expected = error
+        try:
+            checker = native.Checker(data, _core.key_bytes)
+        except ValueError as error:
+            assert isinstance(expected, ValueError), bytes(data[:40]).hex()
+            assert error.status == expected.status, bytes(data[:40]).hex()
+            continue
+        assert isinstance(expected, Filter), (bytes(data[:40]).hex(), expected)
+        assert checker.contains_many(keys) == [expected.contains(key) for key in keys]
+        checked += 1
+    assert 500 < checked < 2500  # both kinds, many of each
+
+
+def test_buffer_changed_under_the_check():
+    f = Filter.empty(1000, 0.01).update(["a", "b"])
+    checker = f._native
+    assert checker.contains("a")
+    f._data[12] ^= 1  # capacity
+    with pytest.raises(ValueError, match="changed under its check"):
+        checker.contains("a")
+    with pytest.raises(ValueError, match="changed under its check"):
+        checker.contains_many(["a", "b"])
+    f._data[12] ^= 1
+    assert checker.contains_many(["a", "b"]) == [True, True]
+    f._data.extend(b"\x00")  # no export outstanding between calls: the size may change
+    with pytest.raises(ValueError, match="changed under its check"):
+        checker.contains("a")
+    del f._data[-1:]
+    f._data[28:36] = bytes([255]) * 8  # inserted: not part of what the check relies on
+    assert checker.contains("b")
+    del f._data[100:]
+    with pytest.raises(ValueError, match="changed under its check"):
+        checker.contains_many(["a"])
+
+
+def test_checker_misuse():
+    with pytest.raises(TypeError):
+        native.Checker("not a buffer", _core.key_bytes)
+    with pytest.raises(TypeError):
+        native.Checker(Filter.empty(10).to_bytes(), None)
+    with pytest.raises(ValueError, match="shorter than a bloom header"):
+        native.Checker(b"", _core.key_bytes)
+    unready = native.Checker.__new__(native.Checker)
+    for call in (lambda: unready.contains("a"), lambda: unready.contains_many(["a"]), lambda: unready.layers):
+        with pytest.raises(ValueError, match="__init__"):
+            call()
+    checker = Filter.empty(10)._native
+    with pytest.raises(TypeError):
+        checker.contains_many(5)
+    # key_bytes returning something else than bytes.
+    odd = native.Checker(Filter.empty(10).to_bytes(), lambda key: "text")
+    with pytest.raises(TypeError, match="not bytes"):
+        odd.contains(1.5)
+    assert odd.contains("plain") is False
+
+
+def test_keys_changed_during_the_batch():
+    """A key converted by Python code (a UUID subclass's bytes) that empties the list being
+    checked: an error or answers, never a crash."""
+    keys = []
+
+    class Emptying(uuid.UUID):
+        @property
+        def bytes(self):
+            keys.clear()
+            return uuid.UUID.bytes.fget(self)
+
+    f = Filter.empty(1000)
+    keys.extend(["a"] * 10 + [Emptying(int=1)] + ["b"] * 100)
+    with pytest.raises(RuntimeError, match="changed during contains_many"):
+        f.contains_many(keys)
+    keys.extend(["a", Emptying(int=1)])
+    assert f.contains_many(keys) == [False, False]
+
+
+def test_forced_fallback():
+    """BLOOMFILTER_NATIVE=0 when bloomfilter is imported: the pure-Python check, the same
+    answers."""
+    code = ("import bloomfilter, json, sys\n"
+            "from bloomfilter import Filter, _native_check\n"
+            "f = Filter.empty(10000).update(range(0, 3000, 3))\n"
+            "keys = list(range(5000)) + ['k%d' % i for i in range(100)]\n"
+            "print(json.dumps([bloomfilter.accelerator(), f._native is None,\n"
+            "                  hasattr(f.contains, '__code__'), f.contains_many(keys),\n"
+            "                  [f.contains(k) for k in keys]]))\n")
+    import json
+    answers = {}
+    for setting in ("0", "1"):
+        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             cwd=os.path.join(os.path.dirname(__file__), ".."),
+                             env=dict(os.environ, BLOOMFILTER_NATIVE=setting))
+        assert run.returncode == 0, run.stderr
+        answers[setting] = json.loads(run.stdout)
+    assert answers["0"][:3] == ["numpy", True, True]
+    assert answers["1"][:3] == ["native", False, False]
+    assert answers["0"][3] == answers["0"][4] == answers["1"][3] == answers["1"][4]
+
+
+def test_faster_than_python():
+    """The point of the compiled check: a check and a batch's key each at most a third of the
+    pure-Python check's CPU time (bench/python_client.sh measures them)."""
+    import time
+    f = Filter.empty(1_000_000, 0.01).update(str(n) for n in range(0, 400_000, 2))
+    compiled, python = both(f.to_bytes())
+    keys = [str(n) for n in range(40_000)]
+
+    def cpu(check):
+        best = None
+        for _ in range(5):
+            started = time.thread_time()
+            check()
+            elapsed = time.thread_time() - started
+            best = elapsed if best is None else min(best, elapsed)
+        return best
+    python_loop = cpu(lambda: list(map(python.contains, keys)))
+    compiled_loop = cpu(lambda: list(map(compiled.contains, keys)))
+    compiled_many = cpu(lambda: compiled.contains_many(keys))
+    assert python_loop / compiled_loop >= 3, (python_loop, compiled_loop)
+    assert python_loop / compiled_many >= 3, (python_loop, compiled_many)
+
+
+# -- against the server ----------------------------------------------------------------------
+
+SQL_TYPES = ["text", "bytea", "bigint", "uuid"]
+
+
+def sql_answers(conn, data, kind, keys):
+    (answers,) = conn.execute("SELECT bloom_contains(%%s::bytea::bloom, %%s::%s[])" % kind,
+                              [data, keys]).fetchone()
+    return answers
+
+
+def grown_index(conn, kind, layers):
+    """A bloomfilter index on a `kind` column grown to `layers` layers (expansion 2), its
+    table, and the keys inserted."""
+    table = "native_%s" % uuid.uuid4().hex[:10]
+    conn.execute("CREATE TABLE %s (k %s NOT NULL)" % (table, kind))
+    conn.execute("CREATE INDEX %s_bloom ON %s USING bloomfilter (k) "
+                 "WITH (capacity = 300, error_rate = 0.01, expansion = 2)" % (table, table))
+    keys = []
+    seed = 10
+    count = 0
+    while count < layers or not keys:
+        batch = make_keys(kind, 300 if keys else 100, seed)
+        seed += 2
+        conn.execute("INSERT INTO %s SELECT unnest(%%s::%s[])" % (table, kind), [batch])
+        keys += batch
+        count = conn.execute("SELECT count(*) FROM bloom_index_layers(%s)", [table + "_bloom"]).fetchone()[0]
+    assert count == layers
+    return table, table + "_bloom", keys
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("kind", SQL_TYPES)
+def test_equal_sql(conn, kind):
+    """Filters of versions 1 and 2 made in SQL, and an index's layered values of 1 and 6
+    layers: the compiled check, the pure-Python one and SQL's bloom_contains agree on every key,
+    single and batch."""
+    present = make_keys(kind, 20_000, 1)
+    absent = make_keys(kind, 20_000, 2)
+    values = []
+    for version in (1, 2):
+        empty = ("overlay(bloom_empty(20000, 0.01)::bytea PLACING '\\x01' FROM 5)::bloom"
+                 if version == 1 else "bloom_empty(20000, 0.01)")
+        (data,) = conn.execute("SELECT bloom_add(%s, %%s::%s[])::bytea" % (empty, kind),
+                               [present]).fetchone()
+        values.append((version, data, present))
+    for layers in (1, 6):
+        table, index, keys = grown_index(conn, kind, layers)
+        (data,) = conn.execute("SELECT bloom_index_filter(%s)::bytea", [index]).fetchone()
+        values.append((3, data, keys))
+        assert len(Filter.from_bytes(data).layers) == layers
+    for version, data, added in values:
+        compiled, python = both(data)
+        assert compiled.version == python.version == version
+        keys = added[:5000] + absent
+        present = min(len(added), 5000)
+        sql = sql_answers(conn, data, kind, keys)
+        assert compiled.contains_many(keys) == sql
+        assert [compiled.contains(key) for key in keys] == sql
+        assert python.contains_many(keys) == sql
+        assert [python.contains(key) for key in keys] == sql
+        assert all(sql[:present]) and not all(sql[present:])
+
+
+@pytest.mark.server
+def test_index_follower(conn, dsn, check_path):
+    """An IndexFollower's copy checks with the compiled check when it is there, and answers
+    as SQL, single and batch, on a layered index while it grows."""
+    table, index, keys = grown_index(conn, "text", 3)
+    with IndexFollower(dsn, index, background=False) as follower:
+        assert (follower.filter._native is not None) == (check_path == "native")
+        more = make_keys("text", 3000, 99)
+        conn.execute("INSERT INTO %s SELECT unnest(%%s::text[])" % table, [more])
+        follower.refresh()
+        keys = keys + more + make_keys("text", 5000, 100)
+        (sql,) = conn.execute("SELECT array_agg(bloom_index_contains(%s, k) ORDER BY n) "
+                              "FROM unnest(%s::text[]) WITH ORDINALITY AS u(k, n)",
+                              [index, keys]).fetchone()
+        assert follower.contains_many(keys) == sql
+        assert [follower.contains(key) for key in keys] == sql
+        assert (follower.filter._native is not None) == (check_path == "native")
