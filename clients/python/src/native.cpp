@@ -164,10 +164,15 @@ inline bool check(const Checker *self, const uint8_t *data, bf::KeyHash h) {
     return false;
 }
 
+// Asks for the cache lines of the key's bits in every layer, so that a batch's reads overlap.
 void prefetch(const Checker *self, const uint8_t *data, bf::KeyHash h) {
-    const bf::FilterRef &ref = self->layer[self->count - 1];
-    __builtin_prefetch(data + self->offset[self->count - 1] +
-                       bf::key_block_offset(h, ref.version, ref.blocks, ref.block_log2));
+    for (uint32_t n = 0; n < self->count; n++) {
+        const bf::FilterRef &ref = self->layer[n];
+        const uint8_t *block = data + self->offset[n] +
+                               bf::key_block_offset(h, ref.version, ref.blocks, ref.block_log2);
+        bf::for_each_position(h, ref.version, ref.hashes, ref.block_log2,
+                              [block](uint32_t bit) { __builtin_prefetch(block + (bit >> 3)); });
+    }
 }
 
 int Checker_init(Checker *self, PyObject *args, PyObject *kwargs) {
