@@ -41,6 +41,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "clients", "pyt
 import psycopg  # noqa: E402
 
 import bloomfilter.psycopg  # noqa: E402
+from bloomfilter import _native_check  # noqa: E402
 from bloomfilter.follow import (AsyncIndexFollower, IndexFollower, MultiIndexFollower,  # noqa: E402
                                 ShardedIndexFollower)
 
@@ -90,6 +91,18 @@ class pure_python:
 
     def __exit__(self, *exc):
         bloomfilter._core._vector = self.saved
+
+
+class pure_python_check:
+    """Within: filters made (and followers' copies loaded) check in pure Python, as without the
+    compiled check (bloomfilter._native). The sections but compiled_against_python measure the
+    pure-Python check, as they did before there was a compiled one."""
+
+    def __enter__(self):
+        self.saved, _native_check.native = _native_check.native, None
+
+    def __exit__(self, *exc):
+        _native_check.native = self.saved
 
 
 def batch_against_loop(checker, keys, rounds=5, seconds=0.5):
@@ -305,6 +318,75 @@ def lookups(conn):
           "%.2f µs, Filter.contains %.0f ns: %.1fx" % (hot_us, hot_ns, hot_us * 1e3 / hot_ns))
     rows.append("python) the index lookup / Filter.contains, every CPU kept busy (no idle wake-ups)|%.1f|-|-"
                 % (hot_us * 1e3 / hot_ns))
+
+
+def compiled_against_python(conn, rounds=5, seconds=0.5):
+    """The compiled check (bloomfilter._native) against the pure-Python one on the same filter
+    and keys, side by side: a check (a loop of contains), and a key of a batch (contains_many;
+    the pure-Python batch with NumPy if importable), on Filter and on an IndexFollower (whose
+    copy of users_email_bloom is a layered value of one layer). CPU time, each figure the median
+    of `rounds` passes of `seconds`, the four passes of a round in an order that rotates."""
+    print("\n== the compiled check (bloomfilter._native) against pure Python, the same filter and keys")
+    if _native_check.native is None:
+        print("skipped: bloomfilter._native is not built (cd clients/python && python3 setup.py build_ext --inplace)")
+        return
+    data = conn.execute("SELECT f::bytea FROM filters WHERE id = 1").fetchone()[0]
+    compiled = bloomfilter.Filter.from_bytes(data)
+    with pure_python_check():
+        python = bloomfilter.Filter.from_bytes(data)
+        python_follower = IndexFollower(psycopg.connect(autocommit=True), "users_email_bloom", background=False)
+    compiled_follower = IndexFollower(psycopg.connect(autocommit=True), "users_email_bloom", background=False)
+    assert compiled._native is not None and python._native is None
+    assert compiled_follower.filter._native is not None and python_follower.filter._native is None
+    rng = random.Random(1)
+    keys = [str(n) for n in rng.sample(range(2_000_000), 100_000)]  # half present, as lookups()'s
+    answers = python.contains_many(keys)
+    assert compiled.contains_many(keys) == answers == [compiled.contains(k) for k in keys]
+    follower_answers = python_follower.contains_many(keys)
+    assert compiled_follower.contains_many(keys) == follower_answers
+    assert [compiled_follower.contains(k) for k in keys] == follower_answers
+    assert all(a for a, n in zip(follower_answers, keys) if int(n) < 1_000_000)
+    print("filter: %s; %d keys, %d present; block check of the compiled path: %s; pure-Python batch: %s"
+          % (compiled, len(keys), sum(answers), _native_check.native.check_path(),
+             "NumPy" if bloomfilter._core._vector is not None else "big integers (no NumPy)"))
+
+    def loop_of(checker):
+        contains = checker.contains
+
+        def loop(keys):
+            for key in keys:
+                contains(key)
+        return loop
+
+    figures = {}
+    for what, pair in (("Filter", (compiled, python)), ("IndexFollower", (compiled_follower, python_follower))):
+        passes = [("compiled", "check", loop_of(pair[0])), ("python", "check", loop_of(pair[1])),
+                  ("compiled", "batch", pair[0].contains_many), ("python", "batch", pair[1].contains_many)]
+        times = {(path, kind): [] for path, kind, _ in passes}
+        for number in range(rounds):
+            for path, kind, check in passes[number % 4:] + passes[:number % 4]:
+                times[path, kind].append(cpu_ns_per_key(check, keys, seconds))
+        medians = {step: statistics.median(values) for step, values in times.items()}
+        figures[what] = medians
+        print("%-13s a check (loop of contains): compiled %.0f ns, pure Python %.0f ns (%.1fx); a key of "
+              "contains_many: compiled %.0f ns, pure Python %.0f ns (%.1fx); compiled batch / check: %.1fx" % (
+                  what, medians["compiled", "check"], medians["python", "check"],
+                  medians["python", "check"] / medians["compiled", "check"],
+                  medians["compiled", "batch"], medians["python", "batch"],
+                  medians["python", "batch"] / medians["compiled", "batch"],
+                  medians["compiled", "check"] / medians["compiled", "batch"]))
+        for path, name in (("compiled", "compiled"), ("python", "pure Python")):
+            rows.append("python) %s.contains, CPU ns a check, median of %d: %s|%.0f|-|-"
+                        % (what, rounds, name, medians[path, "check"]))
+        for path, name in (("compiled", "compiled"), ("python", "pure Python")):
+            rows.append("python) %s.contains_many, CPU ns a key, median of %d: %s|%.0f|-|-"
+                        % (what, rounds, name, medians[path, "batch"]))
+    python_follower.close()
+    compiled_follower.close()
+    row("python) pure-Python Filter.contains time / compiled Filter.contains time",
+        round(figures["Filter"]["python", "check"] / figures["Filter"]["compiled", "check"], 1), ">=", 5)
+    row("python) compiled Filter.contains time / compiled Filter.contains_many time a key",
+        round(figures["Filter"]["compiled", "check"] / figures["Filter"]["compiled", "batch"], 1), ">=", 4)
 
 
 PGBOUNCER_SECONDS = float(os.environ.get("BENCH_PGBOUNCER_SECONDS", "1"))
@@ -567,7 +649,9 @@ def multi_lag():
 def main():
     conn = psycopg.connect(autocommit=True)
     bloomfilter.psycopg.register(conn)
-    lookups(conn)
+    with pure_python_check():
+        lookups(conn)
+    compiled_against_python(conn)
     pgbouncer_checks()
 
     print("\n== follower lag: %d inserts by 2 clients, IndexFollower(interval=%.1f) on users_email_bloom"
@@ -620,7 +704,8 @@ def main():
     row("python) follower lag COMMIT to true answer, p99 (s), interval 0.1", round(p99, 3), "<=", 0.25)
 
     print("\n== follower refresh when nothing changed")
-    idle = IndexFollower(psycopg.connect(autocommit=True), "users_email_bloom", background=False)
+    with pure_python_check():
+        idle = IndexFollower(psycopg.connect(autocommit=True), "users_email_bloom", background=False)
     idle.refresh()
     queries, refreshes = idle.queries, 200
     moved = []

@@ -7,7 +7,10 @@
 # event loop while an AsyncIndexFollower reloads a 1M-key filter (psycopg, and asyncpg if
 # installed); a ShardedIndexFollower's lag over three shard clusters; a check in SQL through
 # PgBouncer in session and transaction mode against a direct connection (if pgbouncer is
-# installed); a MultiIndexFollower of 4 indexes on one connection, its lag under a writer a table.
+# installed); a MultiIndexFollower of 4 indexes on one connection, its lag under a writer a table;
+# the compiled check (bloomfilter._native, built here when python3-dev is installed) against the
+# pure-Python one, a check and a batch's key, on Filter and IndexFollower, side by side (the
+# other sections measure the pure-Python check, as before there was a compiled one).
 # Prints the figures and the target rows "what|measured|target|result"; with
 # PYTHON_CLIENT_SUMMARY_FILE set, appends the rows there too (for bench/run.sh).
 # A round of lookups counts only if other work did not change it (see bench/python_client.py);
@@ -27,6 +30,8 @@ mkdir -p "$BUILD_DIR"
 for module in xxhash psycopg; do
   "$PYTHON" -c "import $module" 2>/dev/null || { echo "bench: python3-$module is missing" >&2; exit 1; }
 done
+# The compiled check, built in place if it can be (without it its section says so).
+(cd clients/python && "$PYTHON" setup.py -q build_ext --inplace 2>&1 | grep -v BetaConfiguration) || true
 . bench/cluster.sh
 trap cluster_cleanup_all EXIT
 cluster_start python_bench "max_connections = 40"
