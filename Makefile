@@ -42,7 +42,7 @@ SHLIB_LINK = -lstdc++
 # No JIT bitcode: the functions are small calls, and it avoids needing a matching clang.
 override with_llvm = no
 
-EXTRA_CLEAN = build
+EXTRA_CLEAN = build clients/python/build clients/python/bloomfilter/_native.*.so
 # Where this Makefile is: the build may run in another directory (VPATH, as Debian's pg_buildext
 # builds one directory per server version).
 SOURCE_DIR := $(dir $(firstword $(MAKEFILE_LIST)))
