@@ -1,7 +1,6 @@
 # bloom_index_info and bloom_index_layers within a page's memory: on an index whose filter is
-# over 100 MB, the backend's peak RSS grows by under 2 MiB over each (2.2.0's bloom_index_info
-# copied the filter whole, about 115 MiB), and their counts are those of bloom_info over the
-# filter itself.
+# over 100 MB, the backend's peak RSS grows by under 2 MiB over each (bloom_index_info copied the
+# filter whole before: 115 MiB), and their counts are those of bloom_info over the filter itself.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;

@@ -1113,9 +1113,9 @@ TEST(Statistics, Filled) {
     }
 }
 
-// statistics() as 2.2.0 computed it over a whole filter, block by block: StatisticsSum must give
+// statistics() as it was computed before StatisticsSum, over a whole filter: the sum must give
 // these numbers bit for bit.
-Statistics statistics_of_2_2_0(const uint8_t *data, const Header &header) {
+Statistics statistics_whole(const uint8_t *data, const Header &header) {
     Statistics stats;
     const Parameters &p = header.parameters;
     const double k = p.hashes, block_bits = double(uint64_t(1) << p.block_log2);
@@ -1170,7 +1170,7 @@ TEST(Statistics, SumOfSlices) {
             std::fill(f.bytes.begin() + kHeaderBytes,
                       f.bytes.begin() + kHeaderBytes + f.parameters.block_bytes(), 0xff);
         const Header header = f.header();
-        const Statistics reference = statistics_of_2_2_0(f.bytes.data(), header);
+        const Statistics reference = statistics_whole(f.bytes.data(), header);
         const std::string what = std::to_string(c.capacity) + " at " +
                                  std::to_string(c.error_rate) + ", " + std::to_string(c.keys) +
                                  " keys, block " + std::to_string(f.parameters.block_bytes());
@@ -1196,7 +1196,7 @@ TEST(Statistics, SumOfZeros) {
     // The middle third zeroed, from an offset inside a block.
     const uint64_t zero_begin = f.bit_bytes() / 3 + 5, zero_end = 2 * f.bit_bytes() / 3 + 11;
     std::fill(bits + zero_begin, bits + zero_end, 0);
-    const Statistics reference = statistics_of_2_2_0(f.bytes.data(), f.header());
+    const Statistics reference = statistics_whole(f.bytes.data(), f.header());
     StatisticsSum sum(f.parameters);
     sum.add(bits, zero_begin);
     for (uint64_t begin = zero_begin; begin < zero_end; begin += 4096)
