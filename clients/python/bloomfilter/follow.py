@@ -11,8 +11,9 @@ every `interval` seconds (in a background thread, or when refresh() is called): 
 whose first row is the filter's header and the others the pages of bits changed since the
 last refresh; after a reconnection, the whole filter again. Every row committed before the start
 of the last successful refresh is found; `lag` says how long ago that was. An index that grows
-(WITH (expansion = N)) is followed the same way: its filter is a LayeredFilter, and a header
-with another number of layers than the copy's has it read whole again.
+(made with no options, or WITH (expansion = N)) is followed the same way: its filter is a
+LayeredFilter, and a header with more layers than the copy's has it read whole again (a reload
+with reason "grown"; "rebuilt" is REINDEX or another index under the name).
 
 It works with a psycopg (3) or psycopg2 connection, or a conninfo string, and needs only
 SELECT on the indexed column (as bloom_index_contains does), and the extension at version
@@ -436,7 +437,8 @@ class _Index:
     @property
     def filter(self):
         """The current copy, a bloomfilter.Filter (format version 2), or for an index that grows
-        (WITH (expansion = N)) a bloomfilter.LayeredFilter (format version 3)."""
+        (made with no options, or WITH (expansion = N)) a bloomfilter.LayeredFilter (format
+        version 3)."""
         return self._state[0]
 
     @property
