@@ -123,7 +123,7 @@ END $$;
 -- `advice`, 'rebuild' when needs_rebuild, 'compact' when a layered index has more than one
 -- layer (REINDEX makes one, sized for the rows), else null. For a layered index it reads the
 -- layers' pages (no longer bloom_info of bloom_index_filter, which may be too large for one
--- value): capacity, bits, bits set and estimated count summed over the layers, hashes null, the
+-- value): capacity, bits, bits set and estimated count summed over the layers, hashes layer 0's, the
 -- rate of a key absent from every layer, and needs_rebuild when that rate is past 1.05 x
 -- error_rate. An index of fixed size gives the same as before.
 DROP FUNCTION bloom_index_info(pg_catalog.regclass);

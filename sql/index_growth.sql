@@ -98,6 +98,10 @@ SELECT pg_get_indexdef('growth_plain_empty'::regclass);
 INSERT INTO growth_plain (email) SELECT 'plain' || i || '@mail.com' FROM generate_series(1, 30000) i;
 INSERT INTO growth_plain (email) VALUES (NULL);
 SELECT count(*) > 1 AS grew FROM bloom_index_layers('growth_plain_empty');
+-- hashes: layer 0's, which its capacity and error rate give (each layer has its own).
+SELECT i.hashes, i.hashes = (SELECT hashes FROM bloom_info(bloom_empty(l.capacity, l.error_rate))) AS layer_0s
+  FROM bloom_index_info('growth_plain_empty') i, bloom_index_layers('growth_plain_empty') l
+ WHERE l.layer = 0;
 SELECT layers > 1 AS several, advice FROM bloom_index_info('growth_plain_empty');
 CREATE INDEX growth_plain_rows ON growth_plain USING bloomfilter (email);
 SELECT layer, capacity, error_rate FROM bloom_index_layers('growth_plain_rows');

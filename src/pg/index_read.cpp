@@ -287,6 +287,7 @@ extern "C" Datum bloom_index_info(PG_FUNCTION_ARGS) {
         Int64GetDatum(capacity > uint64_t(max) ? max : int64(capacity)),
         Float8GetDatum(error_rate),
         Int64GetDatum(int64(bits)),
+        // A layered index: layer 0's (each layer has its own number of hashes).
         Int32GetDatum(int32(layout.first().parameters.hashes)),
         Int64GetDatum(int64(VARHDRSZ + bytes)),
         Int64GetDatum(layout.inserted_by_build > uint64_t(max) ? max
@@ -300,7 +301,6 @@ extern "C" Datum bloom_index_info(PG_FUNCTION_ARGS) {
         advice != nullptr ? CStringGetTextDatum(advice) : Datum(0),
     };
     bool nulls[13] = {false};
-    nulls[3] = layered;  // each layer has its own number of hashes
     nulls[12] = advice == nullptr;
     PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(descriptor, values, nulls)));
 }

@@ -452,7 +452,10 @@ export interface Info {
   hashes: number | null;
   /** The value's size, with PostgreSQL's 4-byte length word. */
   bytes: number;
-  inserted: bigint;
+  /** Keys added, duplicates included: a number, so that JSON.stringify(info()) works (exact up
+   * to Number.MAX_SAFE_INTEGER, 2^53 - 1; a saturated count is rounded). filter.inserted is the
+   * exact bigint. */
+  inserted: number;
   bitsSet: number;
   fill: number;
   estimatedCount: number;
@@ -793,7 +796,7 @@ export class Filter {
     const bits = this.blocks * blockBits;
     return {
       capacity: this.capacity, errorRate: this.errorRate, bits, hashes: this.hashes,
-      bytes: this.data.byteLength + 4, inserted: this.inserted, bitsSet, fill: bitsSet / bits,
+      bytes: this.data.byteLength + 4, inserted: Number(this.inserted), bitsSet, fill: bitsSet / bits,
       estimatedCount: countSum, estimatedErrorRate: errorSum / this.blocks,
     };
   }
@@ -819,7 +822,7 @@ export class Filter {
       absent *= 1.0 - errorSum / layer.blocks;
     }
     return {
-      capacity, errorRate: this.errorRate, bits, hashes: null, bytes: this.data.byteLength + 4, inserted: this.inserted,
+      capacity, errorRate: this.errorRate, bits, hashes: null, bytes: this.data.byteLength + 4, inserted: Number(this.inserted),
       bitsSet: setTotal, fill: setTotal / bits, estimatedCount: countSum, estimatedErrorRate: 1.0 - absent,
     };
   }
@@ -851,6 +854,17 @@ export class Filter {
   /** The bits set in bytes [start, end) of the byte format. For IndexFollower. @internal */
   bitsSetIn(start: number, end: number): number {
     return bitsSet(this.data, start, end);
+  }
+
+  /** A layered header (bloom_index_changes' first row) of this layered value's index after it
+   * added layers: the same expansion, layer 0's capacity, error rate and build's keys, and more
+   * layers. @internal */
+  grewInto(header: Uint8Array): boolean {
+    if (this.version !== FORMAT_VERSION_LAYERED || header.byteLength < HEADER_BYTES) return false;
+    const count = (bytes: Uint8Array) => bytes[6] | (bytes[7] << 8);
+    return Buffer.compare(header.subarray(0, 6), this.data.subarray(0, 6)) === 0
+      && Buffer.compare(header.subarray(8, HEADER_BYTES), this.data.subarray(8, HEADER_BYTES)) === 0
+      && count(header) > count(this.data);
   }
 
   /** The first 28 bytes of the header: the parameters, without `inserted`. @internal */
