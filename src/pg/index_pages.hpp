@@ -86,6 +86,10 @@ BuildOptions build_options(Relation index);
 // rows are counted).
 Parameters index_parameters(const BuildOptions &options);
 
+// The keys a layered index's layer 0 is built for, given the keys the build finds: twice them, at
+// least the capacity given (else kMinimumCapacity).
+uint64_t first_layer_capacity(const BuildOptions &options, uint64_t keys);
+
 // ambuild (index_build.cpp).
 IndexBuildResult *bloom_am_build(Relation heap, Relation index, IndexInfo *index_info);
 

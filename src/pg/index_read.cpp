@@ -243,7 +243,9 @@ bool fixed_needs_rebuild(const Parameters &p, const Statistics &stats) {
 // absent from every layer (as bloom_info of its layered value, without making that value, which
 // may be too large for one), `needs_rebuild` when that rate is past 1.05 x error_rate, and
 // advice 'compact' when it has more than one layer: a check reads a page per layer, and REINDEX
-// makes one, sized for the rows.
+// makes one, sized for the rows. `keys_beyond_rows`: the keys the filter holds (its estimated
+// count) past the index's rows as VACUUM last counted them (pg_class.reltuples), which a rebuild
+// drops; 'compact' too when a REINDEX would make a layered index half its size or less.
 extern "C" Datum bloom_index_info(PG_FUNCTION_ARGS) {
     Relation index = open_filter_index(PG_GETARG_OID(0), "bloom_index_info");
     // A copy: reading the pages must not reload the relcache entry under it.
@@ -273,7 +275,16 @@ extern "C" Datum bloom_index_info(PG_FUNCTION_ARGS) {
     } else {
         error_rate = layout.first().parameters.error_rate;
     }
-    const char *advice = needs_rebuild ? "rebuild" : layout.layer_count > 1 ? "compact" : nullptr;
+    // Rows as VACUUM (or the build) counted them: unknown before either.
+    const double rows = double(index->rd_rel->reltuples);
+    const bool rows_known = rows >= 0;
+    const double beyond = rows_known ? Max(0.0, estimated_count - rows) : 0;
+    const bool shrinks = layered && rows_known &&
+                         double(capacity) >= 2.0 * double(first_layer_capacity(build_options(index),
+                                                                               uint64_t(rows)));
+    const char *advice = needs_rebuild                                       ? "rebuild"
+                         : layout.layer_count > 1 || (beyond > 0 && shrinks) ? "compact"
+                                                                             : nullptr;
     index_close(index, NoLock);
 
     TupleDesc descriptor;
@@ -283,7 +294,7 @@ extern "C" Datum bloom_index_info(PG_FUNCTION_ARGS) {
                                "record")));
     descriptor = BlessTupleDesc(descriptor);
     const int64 max = PG_INT64_MAX;
-    Datum values[13] = {
+    Datum values[14] = {
         Int64GetDatum(capacity > uint64_t(max) ? max : int64(capacity)),
         Float8GetDatum(error_rate),
         Int64GetDatum(int64(bits)),
@@ -299,8 +310,10 @@ extern "C" Datum bloom_index_info(PG_FUNCTION_ARGS) {
         BoolGetDatum(needs_rebuild),
         Int32GetDatum(int32(layout.layer_count)),
         advice != nullptr ? CStringGetTextDatum(advice) : Datum(0),
+        Int64GetDatum(beyond >= double(max) ? max : int64(llround(beyond))),
     };
-    bool nulls[13] = {false};
+    bool nulls[14] = {false};
     nulls[12] = advice == nullptr;
+    nulls[13] = !rows_known;
     PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(descriptor, values, nulls)));
 }
