@@ -699,6 +699,7 @@ class LayeredFilter(Filter):
         self._offsets = tuple(offset for offset, _ in layers)
         self.contains = self._compile_contains()
         self._batch = None
+        self._vector_check = None
 
     def _compile_contains(self):
         """One function checking every layer, the newest first, each unrolled as
@@ -730,7 +731,17 @@ class LayeredFilter(Filter):
         return contains
 
     def contains_many(self, keys):
-        """[f.contains(key) for key in keys]."""
+        """[f.contains(key) for key in keys], a list of bools: each key hashed once, then each
+        layer's check computed for the batch at once with NumPy where it is importable (see
+        _vector.LayeredVectorCheck), else a loop of contains(). A key contains() refuses raises
+        its error here too."""
+        if not isinstance(keys, (list, tuple)):
+            keys = list(keys)
+        if _vector is not None and len(keys) >= _vector.MIN_KEYS:
+            vector = self._vector_check
+            if vector is None:
+                vector = self._vector_check = _vector.LayeredVectorCheck(self, position_multiplier)
+            return vector(keys, key_bytes)
         contains = self.contains
         return [contains(key) for key in keys]
 
