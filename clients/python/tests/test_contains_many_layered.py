@@ -1,8 +1,9 @@
 """contains_many(keys) of a layered value (format version 3, an index that grows): the answers
 of a loop of contains(), key for key, on 1, 2 and 6 layers, every key type, batches of every
-size around the pass size, with NumPy (each key hashed once, each layer's bits tested in NumPy)
-and without; and on a server, a follower's and bloom_index_filter's answers equal to SQL's
-bloom_index_contains over present and absent keys of every key type, on 1 and 6 layers."""
+size around the pass size, with NumPy and in pure Python (each key hashed once, each layer's
+bits tested for the batch at once); and on a server, a follower's and bloom_index_filter's
+answers equal to SQL's bloom_index_contains over present and absent keys of every key type, on
+1 and 6 layers."""
 
 import hashlib
 import random
@@ -10,7 +11,7 @@ import uuid
 
 import pytest
 
-from bloomfilter import Filter, LayeredFilter, _core, _vector
+from bloomfilter import Filter, LayeredFilter, _batch, _core, _vector
 from bloomfilter._core import (HEADER_BYTES, MAGIC, _HEADER, _LAYERED_HEADER, key_hash,
                                layer_parameters, position_multiplier)
 from bloomfilter.follow import IndexFollower
@@ -42,10 +43,10 @@ def grown_value(capacity, error_rate, expansion, count, keys):
     return header + b"".join(parts)
 
 
-@pytest.fixture(params=["numpy", "loop"])
+@pytest.fixture(params=["numpy", "python"])
 def batch_path(request, monkeypatch):
-    """LayeredFilter.contains_many through NumPy, or as without NumPy (a loop of contains)."""
-    if request.param == "loop":
+    """LayeredFilter.contains_many through NumPy, or in pure Python, as without NumPy."""
+    if request.param == "python":
         monkeypatch.setattr(_core, "_vector", None)
     else:
         assert _core._vector is _vector
@@ -82,6 +83,26 @@ def test_layered_numpy_is_the_path_taken(monkeypatch):
     assert f.contains_many(keys) == loop(f, keys)
     assert f.contains_many(keys[:_vector.MIN_KEYS - 1]) == loop(f, keys[:_vector.MIN_KEYS - 1])
     assert calls == [6000]
+
+
+def test_layered_pure_python_is_the_path_taken(monkeypatch):
+    """Without NumPy, a batch of _batch.MIN_KEYS keys or more goes through _batch, each layer's
+    check for the keys no newer layer holds."""
+    monkeypatch.setattr(_core, "_vector", None)
+    calls = []
+    original = _batch.BatchCheck.__call__
+
+    def spy(self, digests):
+        calls.append(len(digests))
+        return original(self, digests)
+    monkeypatch.setattr(_batch.BatchCheck, "__call__", spy)
+    f = Filter.from_bytes(grown_value(100, 0.01, 2, 6, range(3000)))
+    keys = list(range(1000))
+    assert f.contains_many(keys) == loop(f, keys)
+    assert calls[0] == 1000 and len(calls) == 6 and calls == sorted(calls, reverse=True)
+    calls.clear()
+    assert f.contains_many(keys[:_batch.MIN_KEYS - 1]) == loop(f, keys[:_batch.MIN_KEYS - 1])
+    assert calls == []
 
 
 def test_layered_sees_bytes_changed_in_place(batch_path):
