@@ -564,7 +564,73 @@ def multi_lag():
         % len(MULTI_TABLES), round(p99, 3), "<=", 0.25)
 
 
+# The followers of layered_batches: (label, index), in bench/python_client.sh's cluster.
+LAYERED_INDEXES = (("fixed-size (expansion = 0)", "fixed_email_bloom"), ("1-layer", "users_email_bloom"),
+                   ("6-layer", "grown_email_bloom"))
+
+
+def layered_batches(rounds=7, seconds=0.4):
+    """IndexFollower.contains_many against a loop of IndexFollower.contains on the same 100,000
+    keys (half present) on a fixed-size index and on the layered values of an index of 1 and of
+    6 layers (1M keys each): CPU time a key, the loop, the batch and the batch without NumPy in
+    turn, round by round; the ratio of each round, and the median of the rounds' ratios."""
+    rng = random.Random(3)
+    keys = [str(n) for n in rng.sample(range(2_000_000), 100_000)]
+    print("\n== IndexFollower.contains_many on layered indexes: %d keys in one call against a loop of "
+          "IndexFollower.contains, CPU time a key, %d rounds of %.1f s each side in turn (accelerator: %s)"
+          % (len(keys), rounds, seconds, bloomfilter.accelerator() or "none, pure Python"))
+    for label, index in LAYERED_INDEXES:
+        follower = IndexFollower(psycopg.connect(autocommit=True), index, background=False)
+        f = follower.filter
+        layers = len(f.layers) if isinstance(f, bloomfilter.LayeredFilter) else 0
+        contains = follower.contains
+        answers = [contains(key) for key in keys]
+        assert follower.contains_many(keys) == answers
+
+        def loop(keys):
+            for key in keys:
+                contains(key)
+
+        loop_ns, batch_ns, pure_ns, ratios, pure_ratios = [], [], [], [], []
+        for _ in range(rounds):
+            loop_ns.append(cpu_ns_per_key(loop, keys, seconds))
+            batch_ns.append(cpu_ns_per_key(follower.contains_many, keys, seconds))
+            with pure_python():
+                pure_ns.append(cpu_ns_per_key(follower.contains_many, keys, seconds))
+            ratios.append(loop_ns[-1] / batch_ns[-1])
+            pure_ratios.append(loop_ns[-1] / pure_ns[-1])
+        follower.close()
+        print("  %-28s %s (format version %d, %d layers, %.1f%% true): contains_many %.0f ns a key, loop %.0f ns "
+              "(medians); ratio median %.2fx, rounds %s; without NumPy %.0f ns, %.2fx" % (
+                  label, index, f.version, layers, 100.0 * sum(answers) / len(answers),
+                  statistics.median(batch_ns), statistics.median(loop_ns), statistics.median(ratios),
+                  " ".join("%.2f" % r for r in ratios), statistics.median(pure_ns),
+                  statistics.median(pure_ratios)))
+        what = "python) IndexFollower.contains_many per key vs a loop of contains, %s index (%s), 100,000 keys" % (
+            label, index)
+        rows.append("%s: batch ns a key|%.0f|-|-" % (what, statistics.median(batch_ns)))
+        rows.append("%s: loop ns a key|%.0f|-|-" % (what, statistics.median(loop_ns)))
+        row(what + ": loop time / batch time, median of rounds", round(statistics.median(ratios), 2), ">=",
+            4 if layers else 3)
+        rows.append("%s: loop time / batch time without NumPy (pure Python), median of rounds|%.2f|-|-"
+                    % (what, statistics.median(pure_ratios)))
+
+
+def print_rows():
+    print("\n== python client rows")
+    for line in rows:
+        print(line)
+    summary = os.environ.get("PYTHON_CLIENT_SUMMARY_FILE")
+    if summary:
+        with open(summary, "a") as out:
+            out.write("".join(line + "\n" for line in rows))
+
+
 def main():
+    if os.environ.get("BENCH_CLIENT_ONLY") == "layered":
+        layered_batches()
+        print_rows()
+        return
     conn = psycopg.connect(autocommit=True)
     bloomfilter.psycopg.register(conn)
     lookups(conn)
@@ -646,17 +712,11 @@ def main():
     row("python) follower refresh, nothing changed: queries", per_refresh, "<=", 1)
     row("python) follower refresh, nothing changed: filter bytes moved", max(moved), "<=", 0)
 
+    layered_batches()
     multi_lag()
     async_stalls()
     shards_lag()
-
-    print("\n== python client rows")
-    for line in rows:
-        print(line)
-    summary = os.environ.get("PYTHON_CLIENT_SUMMARY_FILE")
-    if summary:
-        with open(summary, "a") as out:
-            out.write("".join(line + "\n" for line in rows))
+    print_rows()
 
 
 main()

@@ -7,7 +7,9 @@
 # event loop while an AsyncIndexFollower reloads a 1M-key filter (psycopg, and asyncpg if
 # installed); a ShardedIndexFollower's lag over three shard clusters; a check in SQL through
 # PgBouncer in session and transaction mode against a direct connection (if pgbouncer is
-# installed); a MultiIndexFollower of 4 indexes on one connection, its lag under a writer a table.
+# installed); a MultiIndexFollower of 4 indexes on one connection, its lag under a writer a table;
+# IndexFollower.contains_many against a loop of contains on a fixed-size index and on indexes of 1
+# and 6 layers (alone with BENCH_CLIENT_ONLY=layered).
 # Prints the figures and the target rows "what|measured|target|result"; with
 # PYTHON_CLIENT_SUMMARY_FILE set, appends the rows there too (for bench/run.sh).
 # A round of lookups counts only if other work did not change it (see bench/python_client.py);
@@ -51,6 +53,16 @@ CREATE TABLE filters (id integer PRIMARY KEY, f bloom NOT NULL);
 INSERT INTO filters SELECT 1, bloom_agg(email, 1000000, 0.01) FROM users;
 INSERT INTO filters SELECT 2, bloom_agg('user' || i || '@mail.com', 1000000, 0.01)
   FROM generate_series(0, 999999) AS i;
+-- The layered batch rows: the same keys in a fixed-size index, and in an index grown to 6 layers
+-- by inserts (16,000 x 31 < 1,000,000 <= 16,000 x 63), each on a table of its own.
+CREATE TABLE fixed (email text NOT NULL);
+INSERT INTO fixed SELECT i::text FROM generate_series(0, 999999) AS i;
+CREATE INDEX fixed_email_bloom ON fixed USING bloomfilter (email)
+  WITH (capacity = 1000000, error_rate = 0.01, expansion = 0);
+CREATE TABLE grown (email text NOT NULL);
+CREATE INDEX grown_email_bloom ON grown USING bloomfilter (email)
+  WITH (capacity = 16000, error_rate = 0.01, expansion = 2);
+INSERT INTO grown SELECT i::text FROM generate_series(0, 999999) AS i;
 VACUUM (FREEZE, ANALYZE) users, filters;
 -- Four tables with an index each, for a MultiIndexFollower of the four on one connection.
 SELECT format('CREATE TABLE multi%s (id bigserial PRIMARY KEY, email text NOT NULL UNIQUE)', n),

@@ -122,6 +122,10 @@ const KEY_TYPES: readonly string[] = ["text", "bytea", "bigint", "uuid"];
 // The hasher of containsMany, made at its first call (it compiles a WebAssembly module).
 let keyBatch: KeyBatch | undefined;
 
+function theKeyBatch(): KeyBatch {
+  return keyBatch ??= new KeyBatch((key, keyType) => hashInput(key as Key, keyType as KeyType | undefined), Uuid);
+}
+
 function unknownKeyType(type: unknown): TypeError {
   return new TypeError(`unknown key type ${JSON.stringify(type)}: text, bytea, bigint or uuid`);
 }
@@ -683,9 +687,9 @@ export class Filter {
   containsMany(keys: Iterable<Key>, type?: KeyType): boolean[] {
     const list: readonly Key[] = Array.isArray(keys) ? keys : Array.from(keys);
     if (type !== undefined && !KEY_TYPES.includes(type)) throw unknownKeyType(type);
-    if (this.version === FORMAT_VERSION_LAYERED) return list.map((key) => this.contains(key, type));
+    if (this.version === FORMAT_VERSION_LAYERED) return this.layersContainMany(list, type);
     const answers = new Array<boolean>(list.length);
-    const batch = (keyBatch ??= new KeyBatch((key, keyType) => hashInput(key as Key, keyType as KeyType | undefined), Uuid));
+    const batch = theKeyBatch();
     const d = this.data, hashes = this.hashes, stride = 1 + hashes, blockBytes = this.blockBytes;
     for (let start = 0; start < list.length;) {
       batch.begin(hashes);
@@ -701,6 +705,52 @@ export class Filter {
             present = false;
             break;
           }
+        }
+        answers[i] = present;
+      }
+      start = end;
+    }
+    return answers;
+  }
+
+  /** containsMany of a layered value: each key hashed once and placed in every layer by the
+   * module (src/batch.ts), then tested in each layer, the newest first, until one holds it, as
+   * layersContain() does. */
+  private layersContainMany(list: readonly Key[], type: KeyType | undefined): boolean[] {
+    const count = this.layers.length, d = this.data;
+    // The module numbers a key's bits in the value in 32 bits.
+    if (d.byteLength >= 2 ** 29) return list.map((key) => this.contains(key, type));
+    const answers = new Array<boolean>(list.length);
+    const batch = theKeyBatch();
+    // Per layer, the newest first: its (blocks, blockLog2, hashes, first byte of its blocks).
+    const layers = new Uint32Array(4 * count), hashes = new Uint32Array(count);
+    let stride = 0;
+    for (let n = 0; n < count; n++) {
+      const layer = this.layers[count - 1 - n];
+      layers.set([layer.blocks, layer.blockLog2, layer.hashes, layer.offset + HEADER_BYTES], 4 * n);
+      hashes[n] = layer.hashes;
+      stride += layer.hashes;
+    }
+    for (let start = 0; start < list.length;) {
+      batch.begin(stride);
+      const end = batch.add(list, start, type);
+      batch.placeLayers(layers);
+      const out = batch.u32;
+      for (let i = start, q = batch.outAt >>> 2; i < end; i++, q += stride) {
+        let present = false;
+        for (let n = 0, first = q; n < count; n++) {
+          const last = first + hashes[n];
+          let j = first;
+          while (j < last) {
+            const bit = out[j];
+            if ((d[bit >>> 3] & (1 << (bit & 7))) === 0) break;
+            j++;
+          }
+          if (j === last) {
+            present = true;
+            break;
+          }
+          first = last;
         }
         answers[i] = present;
       }
