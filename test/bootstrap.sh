@@ -11,7 +11,9 @@
 #   test/bootstrap.sh citus  also what test/citus.sh needs to build Citus (vendored, for
 #                            t/015_citus.pl) against the installed server: its columnar storage's
 #                            compression libraries (it is built without libcurl), and the GSSAPI
-#                            headers that Debian's server headers include (libpq/libpq-be.h)
+#                            and ICU headers that Debian's server headers include
+#                            (libpq/libpq-be.h, utils/pg_locale.h; bookworm's libxml2-dev brings
+#                            ICU's, trixie's no longer does)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . test/as_root.sh
@@ -50,7 +52,7 @@ if [ "${1:-}" = cassert ]; then
   wanted+=(build-essential dpkg-dev bison flex zlib1g-dev)
 fi
 if [ "${1:-}" = citus ]; then
-  wanted+=(build-essential liblz4-dev libzstd-dev libkrb5-dev)
+  wanted+=(build-essential liblz4-dev libzstd-dev libkrb5-dev libicu-dev)
 fi
 packages=()
 for p in "${wanted[@]}"; do
