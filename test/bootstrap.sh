@@ -13,7 +13,7 @@
 #                            compression libraries (it is built without libcurl), and the GSSAPI
 #                            and ICU headers that Debian's server headers include
 #                            (libpq/libpq-be.h, utils/pg_locale.h; bookworm's libxml2-dev brings
-#                            ICU's, trixie's no longer does)
+#                            ICU's, trixie's no longer does), and curl's for PostgreSQL 18
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . test/as_root.sh
@@ -53,6 +53,8 @@ if [ "${1:-}" = cassert ]; then
 fi
 if [ "${1:-}" = citus ]; then
   wanted+=(build-essential liblz4-dev libzstd-dev libkrb5-dev libicu-dev)
+  # PostgreSQL 18 is built with libcurl (OAuth), and so then is Citus (test/citus.sh).
+  [ "$PG_MAJOR" -lt 18 ] || wanted+=(libcurl4-openssl-dev)
 fi
 packages=()
 for p in "${wanted[@]}"; do

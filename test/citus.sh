@@ -9,11 +9,15 @@
 # 17 and 18 (13.2.2 stops at 17); BLOOM_CITUS_VERSION=13.2.2 chooses the older one on 16 or 17.
 # The archive is checked against the vendor directory's SHA256SUMS; 13.2.2 is then patched with
 # citus-13.2.2-pg15-minor.patch (15.x minor releases declare have_createdb_privilege() extern).
-# Both are configured --without-libcurl (Citus would otherwise send anonymous statistics from the
-# test nodes); `make -j2`, then `make install DESTDIR=...` into a cache directory that later runs
-# copy in (seconds). The cache is $BLOOM_CITUS_CACHE, default /var/cache/bloomfilter-citus as root
-# and ~/.cache/bloomfilter-citus otherwise; a build there is made again when the archive, the
-# patch, the options or the server (pg_config's path and version) change. The server's
+# Both are configured --without-libcurl (Citus's anonymous statistics, which it would otherwise
+# be able to send from the test nodes, compiled out), unless the server was built with libcurl
+# (PostgreSQL 18's OAuth): its pg_config.h then defines HAVE_LIBCURL for Citus too, whose
+# statistics code then needs curl's headers and library, so --with-libcurl (the statistics stay
+# off: citus.enable_statistics_collection defaults to off in a build from source, and the tests
+# never turn it on). `make -j2`, then `make install DESTDIR=...` into a cache directory that later
+# runs copy in (seconds). The cache is $BLOOM_CITUS_CACHE, default /var/cache/bloomfilter-citus
+# as root and ~/.cache/bloomfilter-citus otherwise; a build there is made again when the archive,
+# the patch, the options or the server (pg_config's path and version) change. The server's
 # directories are written directly when writable, else as root (through sudo when not root).
 # Needs the packages of `test/bootstrap.sh citus`.
 set -euo pipefail
@@ -46,6 +50,9 @@ esac
 [[ " $supported " == *" $pg_major "* ]] ||
   die "Citus $CITUS_VERSION supports PostgreSQL ${supported// /, }, not $pg_version ($pg_config_path)"
 ARCHIVE=citus-$CITUS_VERSION.tar.gz
+if grep -q '^#define HAVE_LIBCURL 1' "$("$PG_CONFIG" --includedir-server)/pg_config.h" 2>/dev/null; then
+  CONFIGURE_OPTIONS=(--with-libcurl)
+fi
 [ -f "$VENDOR/$ARCHIVE" ] && [ -f "$VENDOR/SHA256SUMS" ] && { [ -z "$PATCH" ] || [ -f "$VENDOR/$PATCH" ]; } ||
   die "no $ARCHIVE${PATCH:+, $PATCH} and SHA256SUMS in $VENDOR (set BLOOM_VENDOR_DIR)"
 VENDOR=$(cd "$VENDOR" && pwd)
@@ -80,7 +87,9 @@ else
     die "no server headers in $("$PG_CONFIG" --includedir-server): run test/bootstrap.sh citus"
   # Debian's server headers include gssapi/gssapi.h (libpq/libpq-be.h) and unicode/ucol.h
   # (utils/pg_locale.h), which Citus compiles.
-  for header in lz4.h zstd.h gssapi/gssapi.h unicode/ucol.h; do
+  headers=(lz4.h zstd.h gssapi/gssapi.h unicode/ucol.h)
+  [ "${CONFIGURE_OPTIONS[0]}" = --without-libcurl ] || headers+=(curl/curl.h)
+  for header in "${headers[@]}"; do
     echo "#include <$header>" | gcc -E - >/dev/null 2>&1 || die "no $header: run test/bootstrap.sh citus"
   done
 
