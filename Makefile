@@ -174,12 +174,14 @@ test-cassert:
 	test/run-cassert.sh $(PROVE_FLAGS) $(TAP_TESTS)
 
 # Citus (vendored in ../shared/vendor/, built once into a cache by test/citus.sh and installed
-# into the server), then its TAP test, t/015_citus.pl, which `make test` skips without it.
+# into the server), then its TAP tests, which `make test` skips without it: t/015_citus.pl and
+# t/018_citus_isolation.pl (every isolation level, every kind of Citus table).
+CITUS_TAP_TESTS = t/015_citus.pl t/018_citus_isolation.pl
 .PHONY: test-citus
 test-citus:
 	@test/bootstrap.sh citus
 	test/citus.sh
-	test/run-tap.sh $(PROVE_FLAGS) t/015_citus.pl
+	test/run-tap.sh $(PROVE_FLAGS) $(CITUS_TAP_TESTS)
 
 # Everything but the version matrix; prints what ran on its last line. No package is installed
 # here: `make deps` does that.

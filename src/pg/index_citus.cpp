@@ -16,6 +16,11 @@ extern "C" {
 #include "executor/spi.h"
 #include "nodes/execnodes.h"
 #include "nodes/pathnodes.h"
+#include "optimizer/optimizer.h"
+#include "access/heapam.h"
+#include "access/tableam.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
 #include "parser/parse_func.h"
 #include "utils/varlena.h"
 #include "funcapi.h"
@@ -237,27 +242,28 @@ ShardAnswer shards_contain(Relation index, Oid heap_oid, Oid function_oid, const
 
 // One statement on the coordinator, which Citus sends to every shard over the connections of
 // this transaction: a sample scan of each shard by bloom_index_probe, which returns a row of the
-// shard when the shard's index may hold the key, none otherwise. The key travels as a parameter
-// (its text form and type), the shell index by its qualified name.
+// shard when the shard's index may hold the key, none otherwise. The shell index's qualified name,
+// the key's text form and its type's OID travel as quoted literals (quote_literal, never spliced
+// raw): Citus resolves no parameter of a TABLESAMPLE clause in a query it routes to one shard (a
+// single-shard, reference or Citus local table), and would send it null.
 bool shards_probe(Relation index, Oid heap_oid, Oid function_oid, const char *function,
                   const char *key_text, Oid key_type) {
     check_not_locked_exclusively(index, heap_oid, function);
     // The extension's schema: the caller's (bloom_index_contains's).
     const Oid function_namespace = get_func_namespace(function_oid);
+    const char *index_name = quote_qualified_identifier(
+        get_namespace_name(RelationGetNamespace(index)), RelationGetRelationName(index));
     StringInfoData query;
     initStringInfo(&query);
     appendStringInfo(
-        &query, "SELECT 1 FROM %s TABLESAMPLE %s($1, $2, $3) LIMIT 1",
+        &query, "SELECT 1 FROM %s TABLESAMPLE %s(%s, %s, %s) LIMIT 1",
         quote_qualified_identifier(get_namespace_name(get_rel_namespace(heap_oid)),
                                    get_rel_name(heap_oid)),
-        quote_qualified_identifier(get_namespace_name(function_namespace), "bloom_index_probe"));
-    const char *index_name = quote_qualified_identifier(
-        get_namespace_name(RelationGetNamespace(index)), RelationGetRelationName(index));
-    Oid types[3] = {TEXTOID, TEXTOID, REGTYPEOID};
-    Datum args[3] = {CStringGetTextDatum(index_name), CStringGetTextDatum(key_text),
-                     ObjectIdGetDatum(key_type)};
+        quote_qualified_identifier(get_namespace_name(function_namespace), "bloom_index_probe"),
+        quote_literal_cstr(index_name), quote_literal_cstr(key_text),
+        quote_literal_cstr(psprintf("%u", key_type)));
     if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
-    if (SPI_execute_with_args(query.data, 3, types, args, nullptr, true, 1) != SPI_OK_SELECT)
+    if (SPI_execute(query.data, true, 1) != SPI_OK_SELECT)
         elog(ERROR, "could not probe the shards of \"%s\"", get_rel_name(heap_oid));
     const bool present = SPI_processed > 0;
     SPI_finish();
@@ -268,13 +274,14 @@ bool shards_probe(Relation index, Oid heap_oid, Oid function_oid, const char *fu
 
 namespace {
 
-// The sample scan of one shard: every tuple of every block when its index may hold the key, in
-// order (the first visible one answers), none otherwise.
+// The sample scan of one shard: when its index may hold the key, the first tuple of the shard's
+// heap, whatever its visibility; none otherwise. The index's bits answer, not the rows a snapshot
+// sees: under REPEATABLE READ a shard's key committed after the transaction's snapshot (on a shard
+// with no row visible to it) is still present. A shard holding a key holds a tuple for it.
 struct ProbeState {
     bool present;
+    bool answered;  // a tuple went out: the scan ends
     BlockNumber next_block;
-    BlockNumber block;
-    OffsetNumber offset;
 };
 
 void probe_sample_size(PlannerInfo *root, RelOptInfo *baserel, List *paramexprs, BlockNumber *pages,
@@ -298,7 +305,8 @@ char *shard_name_of(Oid relation, int64 shard) {
 }
 
 // Whether the index of `table` (a shard) that stands for the shell index named by params[0] may
-// hold the key params[1] of type params[2]: the caller needs what reading that index needs.
+// hold the key params[1] of type params[2] (its OID, as text): the caller needs what reading that
+// index needs.
 bool shard_contains(Relation table, Datum *params) {
     RangeVar *shell_name =
         makeRangeVarFromNameList(textToQualifiedNameList(DatumGetTextPP(params[0])));
@@ -326,55 +334,88 @@ bool shard_contains(Relation table, Datum *params) {
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                         errmsg("bloom_index_probe: \"%s\" is not an index of \"%s\"",
                                get_rel_name(shard_index), table_name)));
-    // Keys are of built-in types only: no type owner's input function runs here.
-    const Oid key_type = DatumGetObjectId(params[2]);
-    if (key_type >= FirstNormalObjectId)
-        ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
-                        errmsg("bloom_index_probe: keys of type %s are not supported",
-                               format_type_be(key_type))));
+    // Keys are of built-in types only, whose OIDs are the same on every node: no type owner's
+    // input function runs here.
+    const char *type_text = TextDatumGetCString(params[2]);
+    char *type_end = nullptr;
+    errno = 0;
+    const unsigned long key_type = strtoul(type_text, &type_end, 10);
+    if (errno != 0 || type_end == type_text || *type_end != '\0' || key_type == InvalidOid ||
+        key_type >= FirstNormalObjectId ||
+        !SearchSysCacheExists1(TYPEOID, ObjectIdGetDatum(key_type)))
+        ereport(ERROR,
+                (errcode(ERRCODE_DATATYPE_MISMATCH),
+                 errmsg("bloom_index_probe: \"%s\" is not the OID of a built-in type", type_text)));
     Oid input;
     Oid input_parameter;
-    getTypeInputInfo(key_type, &input, &input_parameter);
+    getTypeInputInfo(Oid(key_type), &input, &input_parameter);
     const Datum key =
         OidInputFunctionCall(input, TextDatumGetCString(params[1]), input_parameter, -1);
     bool is_null;
-    return index_contains_key(shard_index, key, key_type, &is_null);
+    return index_contains_key(shard_index, key, Oid(key_type), &is_null);
+}
+
+// The scan returns tuples whatever their visibility: nothing of them may leave it. Only the
+// presence of a row is an answer: a plan that reads a column (a target, a filter, a join's
+// key, a system column) is refused.
+void check_reads_no_column(SampleScanState *node) {
+    const Plan *plan = node->ss.ps.plan;
+    if (plan->qual != NIL || contain_var_clause(reinterpret_cast<Node *>(plan->targetlist)))
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                        errmsg("bloom_index_probe returns rows without their columns"),
+                        errdetail("A query sampling \"%s\" with it may read no column of it.",
+                                  RelationGetRelationName(node->ss.ss_currentRelation))));
 }
 
 void probe_begin(SampleScanState *node, Datum *params, int nparams, uint32 seed) {
+    check_reads_no_column(node);
     ProbeState *state = static_cast<ProbeState *>(node->tsm_state);
+    state->answered = false;
     state->next_block = 0;
-    state->block = InvalidBlockNumber;
-    state->offset = InvalidOffsetNumber;
     state->present = shard_contains(node->ss.ss_currentRelation, params);
+    // Made here, the scan is the sample scan's own (a rescan keeps it): every tuple is visible
+    // to it, none is read beyond its line pointer. A heap's: its page is read for line pointers.
+    if (node->ss.ss_currentRelation->rd_tableam != GetHeapamTableAmRoutine())
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                        errmsg("bloom_index_probe samples heap tables only, not \"%s\"",
+                               RelationGetRelationName(node->ss.ss_currentRelation))));
+    if (node->ss.ss_currentScanDesc == nullptr)
+        node->ss.ss_currentScanDesc =
+            table_beginscan_sampling(node->ss.ss_currentRelation, SnapshotAny, 0, nullptr,
+                                     node->use_bulkread, false, node->use_pagemode);
 }
 
 BlockNumber probe_next_block(SampleScanState *node, BlockNumber nblocks) {
     ProbeState *state = static_cast<ProbeState *>(node->tsm_state);
-    if (!state->present || state->next_block >= nblocks) return InvalidBlockNumber;
+    if (!state->present || state->answered || state->next_block >= nblocks)
+        return InvalidBlockNumber;
     return state->next_block++;
 }
 
+// The first tuple of the shard: the first normal line pointer of the first page that has one,
+// read off the page the heap's scan holds (locked: the scan of SnapshotAny is not in page mode).
 OffsetNumber probe_next_tuple(SampleScanState *node, BlockNumber block, OffsetNumber maxoffset) {
     ProbeState *state = static_cast<ProbeState *>(node->tsm_state);
-    if (block != state->block) {
-        state->block = block;
-        state->offset = InvalidOffsetNumber;
+    if (state->answered) return InvalidOffsetNumber;
+    const Page page =
+        BufferGetPage(reinterpret_cast<HeapScanDesc>(node->ss.ss_currentScanDesc)->rs_cbuf);
+    for (OffsetNumber offset = FirstOffsetNumber; offset <= maxoffset;
+         offset = OffsetNumberNext(offset)) {
+        if (ItemIdIsNormal(PageGetItemId(page, offset))) {
+            state->answered = true;
+            return offset;
+        }
     }
-    const OffsetNumber next =
-        state->offset == InvalidOffsetNumber ? FirstOffsetNumber : OffsetNumberNext(state->offset);
-    if (next > maxoffset) return InvalidOffsetNumber;
-    state->offset = next;
-    return next;
+    return InvalidOffsetNumber;
 }
 
 }  // namespace
 
 // bloom_index_probe(internal): the tablesample method of a shard check (shards_probe):
-// TABLESAMPLE bloom_index_probe(shell index name, key text, key type).
+// TABLESAMPLE bloom_index_probe(shell index name, key text, key type's OID), all text.
 extern "C" Datum bloom_index_probe(PG_FUNCTION_ARGS) {
     TsmRoutine *routine = makeNode(TsmRoutine);
-    routine->parameterTypes = list_make3_oid(TEXTOID, TEXTOID, REGTYPEOID);
+    routine->parameterTypes = list_make3_oid(TEXTOID, TEXTOID, TEXTOID);
     routine->repeatable_across_queries = true;
     routine->repeatable_across_scans = true;
     routine->SampleScanGetSampleSize = probe_sample_size;
