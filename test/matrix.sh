@@ -3,8 +3,8 @@
 # PostgreSQL versions, then checks that filters move between them byte for byte.
 #   test/matrix.sh [VERSION ...]      default: 15 17 18; run as root
 #   BLOOM_MATRIX_KEEP=DIR test/matrix.sh   also keep the logs, dumps and fingerprints in DIR
-#   BLOOM_MATRIX_CITUS="17 18"             the versions that also run t/015_citus.pl (the default;
-#                                          "" none); 15's Citus is `make test-citus`'s
+#   BLOOM_MATRIX_CITUS="17 18"             the versions that also run the Citus TAP tests (the
+#                                          default; "" none); 15's are `make test-citus`'s
 #
 # Each version runs in a minimal Debian root with that version's packages: 15 in bookworm, 17 in
 # trixie, 18 in sid, each made once with debootstrap into $BLOOM_MATRIX_CACHE (default
@@ -20,8 +20,9 @@
 # pg_dump goes from older to newer versions only (its supported direction); COPY both ways.
 # Then, for the versions of $BLOOM_MATRIX_CITUS that run: the vendored Citus (../shared/vendor/, or
 # $BLOOM_VENDOR_DIR; 14.0.1 for 16 and later) built by test/citus.sh inside the root, once, into the
-# root's /var/cache/bloomfilter-citus (kept with the root), and t/015_citus.pl (test/run-tap.sh, as
-# the postgres user) against the installed package, with the packages they need added to the root.
+# root's /var/cache/bloomfilter-citus (kept with the root), and the TAP tests of `make test-citus`
+# (t/015_citus.pl, ...; test/run-tap.sh, as the postgres user) against the installed package, with
+# the packages they need added to the root.
 # Every mount and every server started is undone on exit, whatever the outcome.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -170,7 +171,7 @@ ensure_root() {
            apt-get install -y -qq --no-install-recommends ${missing[*]}" >/dev/null
 }
 
-# Whether a version runs t/015_citus.pl here.
+# Whether a version runs the Citus TAP tests here.
 with_citus() { [[ " ${CITUS_VERSIONS[*]} " == *" $1 "* ]] && [ -d "$VENDOR" ]; }
 
 # Makes a version's environment ready: the root, its mounts, the exchange directory (and the
@@ -277,9 +278,10 @@ run_suite() {
 }
 
 # Citus built (or found in the root's cache) and installed into the version's server, then
-# t/015_citus.pl against the installed package. Sets CITUS_RESULT.
+# the Citus TAP tests of `make test-citus` (CITUS_TAP_TESTS) against the installed package. Sets
+# CITUS_RESULT.
 run_citus() {
-  local v=$1 root src log began tests
+  local v=$1 root src log began
   root=$(root_of "$v")
   src=$WORK/src-$v
   log=$LOGS/citus-$v.log
@@ -292,14 +294,14 @@ run_citus() {
   fi
   CITUS_BUILT=$(sed -nE 's/^(built|installed) Citus ([0-9.]+) .* in ([0-9]+m[0-9]+s).*/\1 \2 in \3/p; s/^Citus ([0-9.]+) for .*: the build in .*/cached \1/p' "$log" | head -n 1)
   echo "   Citus: ${CITUS_BUILT:-?} ($(($(date +%s) - began)) s)"
+  # shellcheck disable=SC2046
   if long in_env "$v" env PG_CONFIG="$(pg_config_of "$v")" TAP_LOG_DIR= "$src/test/run-tap.sh" \
-       t/015_citus.pl >>"$log" 2>&1; then
-    tests=$(sed -nE 's/^Files=1, Tests=([0-9]+),.*/\1/p' "$log")
-    CITUS_RESULT="t/015: ${tests:-?} tests passed"
+       $(make -s --no-print-directory -C "$SOURCE" citus-tap-list) >>"$log" 2>&1; then
+    CITUS_RESULT=$(sed -nE 's/^Files=([0-9]+), Tests=([0-9]+),.*/\1 files, \2 tests passed/p' "$log")
     return 0
   fi
-  grep -E '^(not ok|#   Failed|# Looks like)' "$log" | head -n 40 || tail -n 40 "$log"
-  CITUS_RESULT="t/015 FAILED ($(grep -c '^not ok' "$log") not ok)"
+  grep -E '^(t/|not ok|#   Failed|# Looks like)' "$log" | head -n 40 || tail -n 40 "$log"
+  CITUS_RESULT="FAILED ($(grep -c '^not ok' "$log") not ok)"
   return 1
 }
 
@@ -548,7 +550,7 @@ for v in "${STARTED[@]}"; do stop_cluster "$v"; done
 total=$(($(date +%s) - STARTED_AT))
 echo
 echo "== summary"
-printf '%-8s %-20s %-42s %-24s %-26s %s\n' version where server build suite 'Citus (t/015_citus.pl)'
+printf '%-8s %-20s %-42s %-24s %-26s %s\n' version where server build suite 'Citus (TAP)'
 for v in "${VERSIONS[@]}"; do
   printf '%-8s %-20s %-42s %-24s %-26s %s (%d s)\n' "$v" "$(where_of "$v")" "${SERVER[$v]}" "${BUILD[$v]}" \
     "${SUITE[$v]}" "${CITUS[$v]}" "${SECONDS_OF[$v]}"
