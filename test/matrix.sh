@@ -145,9 +145,12 @@ packages_of() {
 
 # And what building Citus (test/bootstrap.sh citus: its compression libraries, the GSSAPI and ICU
 # headers the server's headers include, curl's where the server uses libcurl) and the TAP tests
-# (PostgreSQL::Test::Cluster is in the client's package) need.
+# (PostgreSQL::Test::Cluster is in the client's package; the Python client's CitusIndexFollower
+# tests in t/015 need pytest, psycopg 3 and xxhash; the Node client's, which need `npm ci`, are
+# skipped) need.
 citus_packages_of() {
   echo "postgresql-client-$1 liblz4-dev libzstd-dev libkrb5-dev libicu-dev perl libipc-run-perl"
+  echo "python3-pytest python3-psycopg python3-xxhash"
   [ "$1" -lt 18 ] || echo libcurl4-openssl-dev
 }
 
