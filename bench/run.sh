@@ -7,8 +7,7 @@
 #      same shape that calls length() instead;
 #   c) builds: bloom_agg(email) and bloom_agg(email, 1000000, 0.01) next to count(email), serial
 #      and with 2 parallel workers, with the backend's peak memory; bloom_agg(email) spilling
-#      past work_mem; bloom_agg under GROUP BY (many small groups to a few large ones) next to
-#      count(DISTINCT), within hash_mem; CREATE INDEX USING bloomfilter next to a btree's, in memory and sorted;
+#      past work_mem; CREATE INDEX USING bloomfilter next to a btree's, in memory and sorted;
 #   d) the C++ core's add and contains next to libbloom and the article's algorithm (Google
 #      Benchmark), with each way the core can check a block forced, and the one it chose;
 #   e) signups per second and WAL per signup at 8 clients: plain INSERT, a single-row filter,
@@ -21,8 +20,12 @@
 #      lag and the longest event-loop stall during a reload (bench/node_client.sh);
 #   i) an index that grows (WITH (expansion = 2)): its false-positive rate and pages per check
 #      from 1x to 100x its first capacity, checks on 1, 4 and 8 layers against SELECT 1, its size,
-#      and signups through it against a plain INSERT (bench/growth.sh).
+#      and signups through it against a plain INSERT (bench/growth.sh);
+#   j) bloom_agg under GROUP BY (many small groups to a few large ones) next to count(DISTINCT),
+#      within hash_mem (bench/groupby.sh).
 # Then a summary: what / measured / target / PASS or MISS.
+#   bench/run.sh                      the README's headline figures: a, c and e (a few minutes)
+#   BENCH_SECTIONS="a d" bench/run.sh some sections; BENCH_SECTIONS=all (make bench-all) every one
 #
 # Needs the extension built and installed (make bench does both). It sets up its data on a
 # throwaway cluster. A missed target is reported, not an error: the script exits 0 then, and
@@ -30,14 +33,31 @@
 #
 # Every ratio is the median of ratios taken round by round, between runs next to each other in
 # time: on a small shared machine the load of other processes drifts, and adjacent runs see about
-# the same. Knobs: BENCH_LOOKUP_SECONDS (3) and BENCH_LOOKUP_ROUNDS (8) for pgbench, BENCH_ROUNDS
+# the same. Knobs: BENCH_LOOKUP_SECONDS (3; 2 by default) and BENCH_LOOKUP_ROUNDS (8; 5 by
+# default) for pgbench, BENCH_ROUNDS
 # (5) for the timed queries of a)'s checks inside a statement, b) and c); BENCH_STOP_AFTER (a
 # section's letter: print the summary so far after it, and stop).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-LOOKUP_SECONDS=${BENCH_LOOKUP_SECONDS:-3}
-LOOKUP_ROUNDS=${BENCH_LOOKUP_ROUNDS:-8}
+# BENCH_SECTIONS: the sections to run, as letters ("a c", "a,e") or "all" (make bench-all). By
+# default the README's headline figures, in a few minutes: a, c and e, with 5 rounds of 2 s for
+# a's pgbench runs.
+SECTIONS=${BENCH_SECTIONS:-default}
+QUICK=
+case $SECTIONS in
+  all) SECTIONS="a b c d e f g h i j" ;;
+  default) SECTIONS="a c e" QUICK=1 ;;
+esac
+SECTIONS=" ${SECTIONS//,/ } "
+for letter in $SECTIONS; do
+  case $letter in [a-j]) ;; *) echo "bench: BENCH_SECTIONS: no section $letter (a to j, or all)" >&2; exit 2 ;; esac
+done
+want() { [[ $SECTIONS == *" $1 "* ]]; }
+LOOKUP_SECONDS=${BENCH_LOOKUP_SECONDS:-${QUICK:+2}}
+LOOKUP_SECONDS=${LOOKUP_SECONDS:-3}
+LOOKUP_ROUNDS=${BENCH_LOOKUP_ROUNDS:-${QUICK:+5}}
+LOOKUP_ROUNDS=${LOOKUP_ROUNDS:-8}
 ROUNDS=${BENCH_ROUNDS:-5}
 STOP_AFTER=${BENCH_STOP_AFTER:-}
 BUILD_DIR=build/bench
@@ -107,7 +127,7 @@ PG_CONFIG=${PG_CONFIG:-pg_config}
 PGBENCH=$($PG_CONFIG --bindir)/pgbench
 [ -x "$PGBENCH" ] || fail "pgbench not found in $($PG_CONFIG --bindir)"
 
-make --no-print-directory -s build/core_bench || fail "could not build build/core_bench"
+if want d; then make --no-print-directory -s build/core_bench || fail "could not build build/core_bench"; fi
 
 # ---------------------------------------------------------------------------------------------
 # The cluster and its data.
@@ -148,6 +168,7 @@ sql -c "SELECT 'filter: ' || bits || ' bits, k = ' || hashes || ', ' || bytes ||
         FROM filters, bloom_info(f) WHERE id = 1"
 
 # ---------------------------------------------------------------------------------------------
+if want a; then
 section "a) point lookup: pgbench -M prepared, 1 client, Unix socket, $LOOKUP_ROUNDS rounds of one $LOOKUP_SECONDS s run per query"
 echo "keys: user<n>@mail.com, n random in [0, 2000000): half present, half absent"
 echo "Each query runs alone (its code and data stay in the CPU caches), one after another in a"
@@ -281,9 +302,11 @@ row "a) in a statement: unique-index probe us / bloom_index_contains(...::regcla
 row "a) in a statement: shared buffers per check, bloom_index_contains" "$index_buffers" "<=" 1
 row "a) in a statement: shared buffers per check, unique-index probe (context)" "$probe_buffers"
 
+fi
 stop_after a
 
 # ---------------------------------------------------------------------------------------------
+if want b; then
 section "b) batch check: 1,000,000 candidates (half present) against the stored filter, serial, $ROUNDS rounds"
 
 batch_bloom="SELECT count(*) FROM candidates c, filters WHERE bloom_contains(f, c.email)"
@@ -313,9 +336,11 @@ echo "bloom_contains / length: $batch_ratio   (round by round:" \
 echo "the backend waited for a CPU $(waited_share "$batch_times") of the time measured"
 row "b) batch bloom_contains time / length() time" "$batch_ratio" "<=" 1.3
 
+fi
 stop_after b
 
 # ---------------------------------------------------------------------------------------------
+if want c; then
 section "c) builds over users (1,000,000 distinct emails), $ROUNDS rounds"
 
 builds=(count auto explicit)
@@ -425,10 +450,6 @@ printf '%-32s %-9s %9.1f %14s   %s\n' "bloom_agg(email), work_mem 1MB" serial \
   "$(median $(times_of "$spill_times" auto))" "$spill_ratio" "$(times_of "$spill_times" auto)"
 row "c) bloom_agg(email) time / count, spilling (work_mem 1MB)" "$spill_ratio" "<=" 4
 
-# bloom_agg under GROUP BY (bench/groupby.sh, a cluster of its own).
-section "c) bloom_agg under GROUP BY (bench/groupby.sh)"
-script_rows "c) " groupby GROUPBY_SUMMARY_FILE bench/groupby.sh
-
 # CREATE INDEX over the same 1,000,000 emails, serial builds (max_parallel_maintenance_workers
 # = 0, as a bloomfilter build has no workers), each dropped in the same statement: a btree, the
 # bloomfilter index (default capacity 1,000,000: 1.2 MB) in memory, and the same with
@@ -450,10 +471,12 @@ echo "bloomfilter / btree CREATE INDEX: $index_memory_ratio in memory, $index_so
 row "c) CREATE INDEX bloomfilter / btree time, in memory" "$index_memory_ratio" "<=" 0.2
 row "c) CREATE INDEX bloomfilter / btree time, sorted (1MB)" "$index_sorted_ratio" "<=" 0.5
 
+fi
 cluster_stop bench
 stop_after c
 
 # ---------------------------------------------------------------------------------------------
+if want d; then
 section "d) C++ core vs libbloom and the article's algorithm (Google Benchmark, median of 5 repetitions in random order, CPU time)"
 
 build/core_bench --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true \
@@ -525,9 +548,11 @@ row "d) core add ns/op" "$(printf '%.1f' "${ns[BM_core_add]}")"
 row "d) core add / libbloom's add" "$(ratio "${ns[BM_core_add]}" "${ns[BM_libbloom_add]}")"
 row "d) core add speedup over the article's" "$(ratio "${ns[BM_article_add]}" "${ns[BM_core_add]}")"
 
+fi
 stop_after d
 
 # ---------------------------------------------------------------------------------------------
+if want e; then
 section "e) signups at 8 clients: plain INSERT, single-row filter, 64 shards, bloomfilter index (t/006_signups.pl)"
 echo "plain INSERT and INSERT with the bloomfilter index run three times each, alternated; their"
 echo "ratio is the median of the ratios of adjacent runs"
@@ -559,8 +584,10 @@ done
 row "e) false negatives after the concurrent runs" \
   "$(( ${signups_fn[single]} + ${signups_fn[sharded]} + ${signups_fn[index]} + ${signups_fn[reindex]} ))" "<=" 0
 
+fi
 stop_after e
 
+if want f; then
 section "f) one filter over three nodes (t/007_multinode.pl, MULTINODE_BENCH=1)"
 MULTINODE_BENCH=1 test/run-tap.sh -v t/007_multinode.pl > "$BUILD_DIR/multinode.log" 2>&1 \
   || { tail -40 "$BUILD_DIR/multinode.log"; fail "t/007_multinode.pl failed"; }
@@ -570,23 +597,38 @@ while IFS='|' read -r what measured _ _; do
   row "f) ${what#e) multinode: }" "$measured"
 done < "$BUILD_DIR/multinode.rows"
 
+fi
 stop_after f
 
 # ---------------------------------------------------------------------------------------------
+if want g; then
 section "g) the Python client: checks in the application (bench/python_client.sh)"
 script_rows "g) " python PYTHON_CLIENT_SUMMARY_FILE bench/python_client.sh
 
+fi
 stop_after g
 
 # ---------------------------------------------------------------------------------------------
+if want h; then
 section "h) the Node.js client: checks in the application (bench/node_client.sh)"
 script_rows "h) " node NODE_CLIENT_SUMMARY_FILE bench/node_client.sh
 
+fi
 stop_after h
 
 # ---------------------------------------------------------------------------------------------
+if want i; then
 section "i) an index that grows by itself (bench/growth.sh)"
 script_rows "" growth GROWTH_SUMMARY_FILE bench/growth.sh
+fi
+
+stop_after i
+
+# ---------------------------------------------------------------------------------------------
+if want j; then
+section "j) bloom_agg under GROUP BY (bench/groupby.sh, a cluster of its own)"
+script_rows "j) " groupby GROUPBY_SUMMARY_FILE bench/groupby.sh
+fi
 
 # ---------------------------------------------------------------------------------------------
 print_summary

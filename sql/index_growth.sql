@@ -108,11 +108,20 @@ SELECT layer, capacity FROM bloom_index_layers('growth_plain_empty');
 SELECT layers, advice FROM bloom_index_info('growth_plain_empty');
 SELECT count(*) AS false_negatives FROM growth_plain
 WHERE NOT bloom_index_contains('growth_plain_empty', email) OR NOT bloom_index_contains('growth_plain_rows', email);
--- capacity and error_rate override; a capacity below the rows gives way to them.
+-- capacity and error_rate override; a capacity below the rows gives way to twice the rows.
 CREATE INDEX growth_plain_given ON growth_plain USING bloomfilter (email) WITH (capacity = 500000, error_rate = 0.001);
 SELECT layer, capacity, error_rate FROM bloom_index_layers('growth_plain_given');
 CREATE INDEX growth_plain_small ON growth_plain USING bloomfilter (email) WITH (capacity = 10);
 SELECT layer, capacity FROM bloom_index_layers('growth_plain_small');
+-- A rebuild past the capacity keeps room for twice the rows, as an index without options: the
+-- writes after it add no layer at once (REINDEX here; pg_restore, VACUUM FULL and CLUSTER build
+-- the same way).
+REINDEX INDEX growth_plain_small;
+SELECT layer, capacity, (SELECT count(*) FROM growth_plain) AS rows
+FROM bloom_index_layers('growth_plain_small');
+INSERT INTO growth_plain (email) SELECT 'after-reindex' || i || '@mail.com' FROM generate_series(1, 1000) i;
+SELECT layers, advice FROM bloom_index_info('growth_plain_small');
+DELETE FROM growth_plain WHERE email LIKE 'after-reindex%';
 -- A rate so small that a key's bits take more than a page: without the option, a fixed size
 -- (1,000,000 keys, as without capacity in 2.1); asked for, an error.
 CREATE INDEX growth_plain_tiny_rate ON growth_plain USING bloomfilter (email) WITH (error_rate = 1e-12);

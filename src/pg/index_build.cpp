@@ -265,12 +265,13 @@ uint64_t slice_bytes_for(const Parameters &parameters) {
     return Max(uint64_t(1), wanted / unit) * unit;
 }
 
-// The first layer of a layered index once its keys are counted: without a capacity, twice the
-// keys (room to grow before a layer is added), at least kMinimumCapacity; with one, the capacity
-// or the keys, whichever is more.
+// The first layer of a layered index once its keys are counted: twice the keys (room to grow
+// before a layer is added: a rebuild by pg_restore, REINDEX, VACUUM FULL or CLUSTER of a table
+// past its capacity would otherwise add a layer twice its size at the next writes), at least
+// the capacity when one is given, else kMinimumCapacity.
 uint64_t first_layer_capacity(const BuildOptions &options, uint64_t keys) {
-    if (options.capacity > 0) return Max(uint64_t(options.capacity), keys);
-    return Max(uint64_t(kMinimumCapacity), 2 * keys);
+    const uint64_t least = options.capacity > 0 ? uint64_t(options.capacity) : kMinimumCapacity;
+    return Max(least, 2 * keys);
 }
 
 void build_sorted(Relation heap, Relation index, IndexInfo *index_info, const BuildOptions &options,

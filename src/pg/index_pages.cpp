@@ -5,6 +5,7 @@
 #include "index_pages.hpp"
 
 #include <cmath>
+#include <type_traits>
 
 extern "C" {
 #include "access/genam.h"
@@ -598,6 +599,28 @@ void copy_index_bits(Relation index, const FilterPages &filter, bool layered, ui
             memcpy(bits + begin, page_bits(page), length);
         UnlockReleaseBuffer(buffer);
     }
+}
+
+Statistics filter_statistics(Relation index, const FilterPages &filter, bool layered) {
+    static_assert(std::is_trivially_destructible<StatisticsSum>::value,
+                  "an error (a longjmp) may leave it behind");
+    const uint64_t bits_bytes = filter.bits_bytes();
+    StatisticsSum sum(filter.parameters);
+    for (uint32_t n = 0; n < filter.data_pages; n++) {
+        CHECK_FOR_INTERRUPTS();
+        const uint64_t begin = uint64_t(n) * filter.bytes_per_page;
+        const uint64_t length = Min(uint64_t(filter.bytes_per_page), bits_bytes - begin);
+        Buffer buffer = ReadBuffer(index, filter.first_block + n);
+        LockBuffer(buffer, BUFFER_LOCK_SHARE);
+        Page page = checked_page(index, buffer, layered);
+        // Counted under the lock, as copy_index_bits copies: not even the page is copied.
+        if (PageIsNew(page))
+            sum.add_zeros(length);
+        else
+            sum.add(page_bits(page), length);
+        UnlockReleaseBuffer(buffer);
+    }
+    return sum.result();
 }
 
 void changed_pages(Relation index, const FilterPages &filter, bool layered, XLogRecPtr since,

@@ -216,6 +216,10 @@ uint64_t count_bits(const uint8_t *bytes, uint32_t length);
 // index, or a layer of a layered one (`layered`: its pages may be new, holding no bit).
 void copy_index_bits(Relation index, const FilterPages &filter, bool layered, uint8_t *bits);
 
+// statistics() of a filter's bits (those copy_index_bits copies), counted a page at a time in
+// its buffer: no copy of the filter, whatever its size.
+Statistics filter_statistics(Relation index, const FilterPages &filter, bool layered);
+
 // Calls use(arg, begin, bytes, length) for each data page of `filter` (as copy_index_bits)
 // changed by a WAL record past `since`, with the page's bits, which begin `begin` bytes into the
 // filter's bits.
