@@ -10,10 +10,11 @@
 #                            Debian source package (test/cassert.sh)
 #   test/bootstrap.sh citus  also what test/citus.sh needs to build Citus (vendored, for
 #                            t/015_citus.pl) against the installed server: its columnar storage's
-#                            compression libraries (it is built without libcurl), and the GSSAPI
-#                            and ICU headers that Debian's server headers include
-#                            (libpq/libpq-be.h, utils/pg_locale.h; bookworm's libxml2-dev brings
-#                            ICU's, trixie's no longer does), and curl's for PostgreSQL 18
+#                            compression libraries, the GSSAPI and ICU headers that Debian's
+#                            server headers include (libpq/libpq-be.h, utils/pg_locale.h;
+#                            bookworm's libxml2-dev brings ICU's, trixie's no longer does), and
+#                            curl's for PostgreSQL 18 (built with libcurl, and so then is Citus;
+#                            without it before)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . test/as_root.sh
@@ -53,7 +54,7 @@ if [ "${1:-}" = cassert ]; then
 fi
 if [ "${1:-}" = citus ]; then
   wanted+=(build-essential liblz4-dev libzstd-dev libkrb5-dev libicu-dev)
-  # PostgreSQL 18 is built with libcurl (OAuth), and so then is Citus (test/citus.sh).
+  # Debian's PostgreSQL 18 is built with libcurl (OAuth), and so then is Citus (test/citus.sh).
   [ "$PG_MAJOR" -lt 18 ] || wanted+=(libcurl4-openssl-dev)
 fi
 packages=()
