@@ -183,6 +183,10 @@ test-citus:
 	@test/bootstrap.sh citus
 	test/citus.sh
 	test/run-tap.sh $(PROVE_FLAGS) $(CITUS_TAP_TESTS)
+# The same tests, for test/matrix.sh's Citus step.
+.PHONY: citus-tap-list
+citus-tap-list:
+	@echo $(CITUS_TAP_TESTS)
 
 # Everything but the version matrix; prints what ran on its last line. No package is installed
 # here: `make deps` does that.

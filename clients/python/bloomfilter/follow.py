@@ -73,7 +73,9 @@ _CURRENT_LSN = ("SELECT CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog
                 "ELSE pg_catalog.pg_current_wal_insert_lsn() END::text, pg_catalog.pg_backend_pid()")
 
 # What the follower must know of the index: its OID, its key's type and, for an expression
-# index, the expression, the column it reads and the collation it lowers with.
+# index, the expression, the column it reads and the collation it lowers with (ICU's locale
+# column is colliculocale, daticulocale in PostgreSQL 15 and 16, colllocale, datlocale from 17:
+# read through to_jsonb, as the Node client does).
 _DESCRIBE = """
 SELECT i.indexrelid::oid, i.indkey[0] = 0, pg_catalog.pg_get_indexdef(i.indexrelid, 1, true),
        -- A domain's keys are its base type's.
@@ -81,8 +83,12 @@ SELECT i.indexrelid::oid, i.indkey[0] = 0, pg_catalog.pg_get_indexdef(i.indexrel
                 UNION ALL SELECT t.oid, t.typbasetype FROM pg_catalog.pg_type t JOIN b ON t.oid = b.typbasetype)
         SELECT pg_catalog.format_type(b.oid, NULL) FROM b WHERE b.typbasetype = 0), am.amname,
        CASE WHEN co.oid IS NOT NULL
-            THEN CASE co.collprovider WHEN 'i' THEN co.colliculocale ELSE co.collctype END
-            ELSE CASE d.datlocprovider WHEN 'i' THEN d.daticulocale ELSE d.datctype END END,
+            THEN CASE co.collprovider WHEN 'i'
+                 THEN COALESCE(pg_catalog.to_jsonb(co) ->> 'colllocale', pg_catalog.to_jsonb(co) ->> 'colliculocale')
+                 ELSE co.collctype::text END
+            ELSE CASE d.datlocprovider WHEN 'i'
+                 THEN COALESCE(pg_catalog.to_jsonb(d) ->> 'datlocale', pg_catalog.to_jsonb(d) ->> 'daticulocale')
+                 ELSE d.datctype::text END END,
        pg_catalog.pg_backend_pid()
   FROM pg_catalog.pg_index i
   JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
