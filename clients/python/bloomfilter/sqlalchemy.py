@@ -111,16 +111,7 @@ class MutableLayeredFilter(Mutable, LayeredFilter):
             "the indexed table, or build a filter to add to with bloom_agg(...) or "
             "Filter.empty(...)" % what)
 
-    def add(self, key):
-        self._refuse("add")
-
-    def update(self, keys):
-        self._refuse("update")
-
-    def union(self, other):
-        self._refuse("union")
-
-    __or__ = union
+    # add, update and union are LayeredFilter's: each refuses through _refuse.
 
     @classmethod
     def coerce(cls, key, value):
