@@ -119,11 +119,13 @@ BEGIN
   END LOOP;
 END $$;
 
--- bloom_index_info in C, with two more columns: `layers` (a check reads a page per layer) and
+-- bloom_index_info in C, with three more columns: `layers` (a check reads a page per layer),
 -- `advice`, 'rebuild' when needs_rebuild, 'compact' when a layered index has more than one
--- layer (REINDEX makes one, sized for the rows), else null. For a layered index it reads the
+-- layer or a REINDEX would make it half its size or less (REINDEX makes one, sized for the
+-- rows), else null, and `keys_beyond_rows`, the keys the filter holds (estimated) past the rows
+-- VACUUM last counted, which a rebuild drops. For a layered index it reads the
 -- layers' pages (no longer bloom_info of bloom_index_filter, which may be too large for one
--- value): capacity, bits, bits set and estimated count summed over the layers, hashes null, the
+-- value): capacity, bits, bits set and estimated count summed over the layers, hashes layer 0's, the
 -- rate of a key absent from every layer, and needs_rebuild when that rate is past 1.05 x
 -- error_rate. An index of fixed size gives the same as before.
 DROP FUNCTION bloom_index_info(pg_catalog.regclass);
@@ -132,6 +134,6 @@ CREATE FUNCTION bloom_index_info(index pg_catalog.regclass,
     OUT hashes pg_catalog.int4, OUT bytes pg_catalog.int8, OUT inserted pg_catalog.int8,
     OUT bits_set pg_catalog.int8, OUT fill pg_catalog.float8, OUT estimated_count pg_catalog.float8,
     OUT estimated_error_rate pg_catalog.float8, OUT needs_rebuild pg_catalog.bool,
-    OUT layers pg_catalog.int4, OUT advice pg_catalog.text)
+    OUT layers pg_catalog.int4, OUT advice pg_catalog.text, OUT keys_beyond_rows pg_catalog.int8)
     AS 'MODULE_PATHNAME', 'bloom_index_info' LANGUAGE C STABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION bloom_index_info(pg_catalog.regclass) IS 'size, fill and estimated error rate of a bloomfilter index (summed over its layers), whether it needs a rebuild, and advice: rebuild, or compact (REINDEX) a grown index';
+COMMENT ON FUNCTION bloom_index_info(pg_catalog.regclass) IS 'size, fill and estimated error rate of a bloomfilter index (summed over its layers), whether it needs a rebuild, advice: rebuild, or compact (REINDEX) a grown index, and the keys it holds past the rows VACUUM counted';

@@ -75,7 +75,73 @@ function checks(follower, seconds) {
   return [((performance.now() - started) * 1e6) / n, present / n];
 }
 
+// The followers of layeredBatches: [label, index], in bench/node_client.sh's database.
+const LAYERED_INDEXES = [["fixed-size (expansion = 0)", "fixed_email_bloom"], ["1-layer", "users_email_bloom"],
+  ["6-layer", "grown_email_bloom"]];
+
+// The process's CPU time in ms (user and system): other work on the machine left out.
+const cpuMs = () => { const { user, system } = process.cpuUsage(); return (user + system) / 1000; };
+
+// CPU ns a key of check(keys), in whole calls, for at least `seconds` of CPU time.
+function cpuNsPerKey(check, keys, seconds) {
+  const started = cpuMs();
+  let checks = 0;
+  for (;;) {
+    check(keys);
+    checks += keys.length;
+    const elapsed = cpuMs() - started;
+    if (elapsed >= seconds * 1000) return (elapsed * 1e6) / checks;
+  }
+}
+
+// containsMany of 100,000 keys (half present) in one call against a loop of contains on the same
+// keys, on followers of a fixed-size index and of indexes of 1 and 6 layers (1M keys each): CPU
+// time a key, the loop and the batch in turn, round by round; each round's ratio and their median.
+async function layeredBatches(rounds = 7, seconds = 0.4) {
+  const keys = Array.from({ length: 100000 }, () => String(random() % 2000000));
+  console.log(`\n== IndexFollower.containsMany on layered indexes: ${keys.length} keys in one call against a loop of contains,`
+    + ` CPU time a key, ${rounds} rounds of ${seconds} s each side in turn`);
+  for (const [label, index] of LAYERED_INDEXES) {
+    const follower = await IndexFollower.open(() => { const c = new pg.Client(); return c.connect().then(() => c); },
+      index, { start: false });
+    const f = follower.filters[0];
+    const answers = keys.map((key) => follower.contains(key));
+    const many = follower.containsMany(keys);
+    if (many.some((answer, i) => answer !== answers[i])) throw new Error(`${index}: containsMany differs from contains`);
+    const loop = (list) => { for (const key of list) follower.contains(key); };
+    const batch = (list) => follower.containsMany(list);
+    cpuNsPerKey(loop, keys, seconds);
+    cpuNsPerKey(batch, keys, seconds);
+    const loopNs = [], batchNs = [], ratios = [];
+    for (let r = 0; r < rounds; r++) {
+      loopNs.push(cpuNsPerKey(loop, keys, seconds));
+      batchNs.push(cpuNsPerKey(batch, keys, seconds));
+      ratios.push(loopNs[r] / batchNs[r]);
+    }
+    await follower.close();
+    const present = answers.filter(Boolean).length / answers.length;
+    console.log(`  ${label.padEnd(28)} ${index} (format version ${f.version}, ${f.layers.length} layers, ${(present * 100).toFixed(1)}% true):`
+      + ` containsMany ${median(batchNs).toFixed(0)} ns a key, loop ${median(loopNs).toFixed(0)} ns (medians);`
+      + ` ratio median ${median(ratios).toFixed(2)}x, rounds ${ratios.map((x) => x.toFixed(2)).join(" ")}`);
+    const what = `IndexFollower.containsMany per key vs a loop of contains, ${label} index (${index}), 100,000 keys`;
+    rows.push(`node) ${what}: batch ns a key|${median(batchNs).toFixed(0)}|-|-`);
+    rows.push(`node) ${what}: loop ns a key|${median(loopNs).toFixed(0)}|-|-`);
+    row(`${what}: loop time / batch time, median of rounds`, Number(median(ratios).toFixed(2)), ">=", f.layers.length ? 4 : 3);
+  }
+}
+
+function printRows() {
+  console.log("\n== node client rows");
+  for (const r of rows) console.log(r);
+  if (process.env.NODE_CLIENT_SUMMARY_FILE) appendFileSync(process.env.NODE_CLIENT_SUMMARY_FILE, rows.join("\n") + "\n");
+}
+
 async function main() {
+  if (process.env.BENCH_CLIENT_ONLY === "layered") {
+    await layeredBatches();
+    printRows();
+    return;
+  }
   const client = new pg.Client();
   await client.connect();
   const follower = await IndexFollower.open(() => { const c = new pg.Client(); return c.connect().then(() => c); },
@@ -184,12 +250,10 @@ async function main() {
   row(`follower lag COMMIT to true answer, p99 (s), interval 0.1, ${INSERTS} inserts`, Number(quantile(lags, 0.99).toFixed(3)), "<=", 0.25);
   await client.end();
 
+  await layeredBatches();
   await multiLag();
   await pgbouncerChecks();
-
-  console.log("\n== node client rows");
-  for (const r of rows) console.log(r);
-  if (process.env.NODE_CLIENT_SUMMARY_FILE) appendFileSync(process.env.NODE_CLIENT_SUMMARY_FILE, rows.join("\n") + "\n");
+  printRows();
 }
 
 // One IndexFollower of the 4 indexes multi<n>_email_bloom on one connection (index(name) answers

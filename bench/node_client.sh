@@ -6,7 +6,8 @@
 # on one connection under a writer a table; the longest stall of the event loop while the
 # follower loads a 1M-key filter; a check in SQL through PgBouncer in session and transaction
 # mode against a direct connection (if pgbouncer is installed; clients/node/test/pgbouncer.mjs
-# starts it). Prints the figures and the target rows "what|measured|target|result"; with
+# starts it); containsMany against a loop of contains on followers of a fixed-size index and of
+# indexes of 1 and 6 layers (alone with BENCH_CLIENT_ONLY=layered). Prints the figures and the target rows "what|measured|target|result"; with
 # NODE_CLIENT_SUMMARY_FILE set, appends the rows there too (for bench/run.sh). Needs the
 # extension installed, nodejs and npm. Knobs: BENCH_LOOKUP_SECONDS (2 per round and side),
 # BENCH_LOOKUP_ROUNDS (5), BENCH_FOLLOWER_INSERTS (10000), BENCH_RELOADS (5),
@@ -44,6 +45,16 @@ CREATE INDEX signups_email_bloom ON signups USING bloomfilter (email)
 SELECT format('CREATE TABLE multi%s (id bigserial PRIMARY KEY, email text NOT NULL UNIQUE)', n),
        format('CREATE INDEX multi%s_email_bloom ON multi%s USING bloomfilter (email) WITH (capacity = 100000)', n, n)
   FROM generate_series(0, 3) AS n \gexec
+-- The layered batch rows: the same keys in a fixed-size index, and in an index grown to 6 layers
+-- by inserts (16,000 x 31 < 1,000,000 <= 16,000 x 63), each on a table of its own.
+CREATE TABLE fixed (email text NOT NULL);
+INSERT INTO fixed SELECT i::text FROM generate_series(0, 999999) AS i;
+CREATE INDEX fixed_email_bloom ON fixed USING bloomfilter (email)
+  WITH (capacity = 1000000, error_rate = 0.01, expansion = 0);
+CREATE TABLE grown (email text NOT NULL);
+CREATE INDEX grown_email_bloom ON grown USING bloomfilter (email)
+  WITH (capacity = 16000, error_rate = 0.01, expansion = 2);
+INSERT INTO grown SELECT i::text FROM generate_series(0, 999999) AS i;
 VACUUM (FREEZE, ANALYZE) users;
 SQL
 

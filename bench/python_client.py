@@ -323,32 +323,36 @@ def lookups(conn):
 def compiled_against_python(conn, rounds=5, seconds=0.5):
     """The compiled check (bloomfilter._native) against the pure-Python one on the same filter
     and keys, side by side: a check (a loop of contains), and a key of a batch (contains_many;
-    the pure-Python batch with NumPy if importable), on Filter and on an IndexFollower (whose
-    copy of users_email_bloom is a layered value of one layer). CPU time, each figure the median
-    of `rounds` passes of `seconds`, the four passes of a round in an order that rotates."""
+    the pure-Python batch with NumPy if importable), on Filter (stored filter 1) and on the
+    IndexFollowers of users_email_bloom (a layered value of 1 layer) and grown_email_bloom (6
+    layers). CPU time, each figure the median of `rounds` passes of `seconds`, the four passes of
+    a round in an order that rotates."""
     print("\n== the compiled check (bloomfilter._native) against pure Python, the same filter and keys")
     if _native_check.native is None:
         print("skipped: bloomfilter._native is not built (cd clients/python && python3 setup.py build_ext --inplace)")
         return
     data = conn.execute("SELECT f::bytea FROM filters WHERE id = 1").fetchone()[0]
-    compiled = bloomfilter.Filter.from_bytes(data)
-    with pure_python_check():
-        python = bloomfilter.Filter.from_bytes(data)
-        python_follower = IndexFollower(psycopg.connect(autocommit=True), "users_email_bloom", background=False)
-    compiled_follower = IndexFollower(psycopg.connect(autocommit=True), "users_email_bloom", background=False)
-    assert compiled._native is not None and python._native is None
-    assert compiled_follower.filter._native is not None and python_follower.filter._native is None
     rng = random.Random(1)
     keys = [str(n) for n in rng.sample(range(2_000_000), 100_000)]  # half present, as lookups()'s
-    answers = python.contains_many(keys)
-    assert compiled.contains_many(keys) == answers == [compiled.contains(k) for k in keys]
-    follower_answers = python_follower.contains_many(keys)
-    assert compiled_follower.contains_many(keys) == follower_answers
-    assert [compiled_follower.contains(k) for k in keys] == follower_answers
-    assert all(a for a, n in zip(follower_answers, keys) if int(n) < 1_000_000)
-    print("filter: %s; %d keys, %d present; block check of the compiled path: %s; pure-Python batch: %s"
-          % (compiled, len(keys), sum(answers), _native_check.native.check_path(),
-             "NumPy" if bloomfilter._core._vector is not None else "big integers (no NumPy)"))
+    print("%d keys, half present; block check of the compiled path: %s; pure-Python batch: %s" % (
+        len(keys), _native_check.native.check_path(),
+        "NumPy" if bloomfilter._core._vector is not None else "big integers (no NumPy)"))
+    checkers = []  # (what, compiled, pure Python)
+    for what, make in (("Filter", lambda: bloomfilter.Filter.from_bytes(data)),
+                       ("IndexFollower 1 layer", lambda: IndexFollower(
+                           psycopg.connect(autocommit=True), "users_email_bloom", background=False)),
+                       ("IndexFollower 6 layers", lambda: IndexFollower(
+                           psycopg.connect(autocommit=True), "grown_email_bloom", background=False))):
+        compiled = make()
+        with pure_python_check():
+            python = make()
+        f = compiled if what == "Filter" else compiled.filter
+        assert f._native is not None and (python if what == "Filter" else python.filter)._native is None
+        answers = python.contains_many(keys)
+        assert compiled.contains_many(keys) == answers == [compiled.contains(k) for k in keys]
+        assert all(a for a, n in zip(answers, keys) if int(n) < 1_000_000)
+        print("%-22s %s" % (what, f))
+        checkers.append((what, compiled, python))
 
     def loop_of(checker):
         contains = checker.contains
@@ -359,30 +363,31 @@ def compiled_against_python(conn, rounds=5, seconds=0.5):
         return loop
 
     figures = {}
-    for what, pair in (("Filter", (compiled, python)), ("IndexFollower", (compiled_follower, python_follower))):
-        passes = [("compiled", "check", loop_of(pair[0])), ("python", "check", loop_of(pair[1])),
-                  ("compiled", "batch", pair[0].contains_many), ("python", "batch", pair[1].contains_many)]
+    for what, compiled, python in checkers:
+        passes = [("compiled", "check", loop_of(compiled)), ("python", "check", loop_of(python)),
+                  ("compiled", "batch", compiled.contains_many), ("python", "batch", python.contains_many)]
         times = {(path, kind): [] for path, kind, _ in passes}
         for number in range(rounds):
             for path, kind, check in passes[number % 4:] + passes[:number % 4]:
                 times[path, kind].append(cpu_ns_per_key(check, keys, seconds))
         medians = {step: statistics.median(values) for step, values in times.items()}
         figures[what] = medians
-        print("%-13s a check (loop of contains): compiled %.0f ns, pure Python %.0f ns (%.1fx); a key of "
+        print("%-22s a check (loop of contains): compiled %.0f ns, pure Python %.0f ns (%.1fx); a key of "
               "contains_many: compiled %.0f ns, pure Python %.0f ns (%.1fx); compiled batch / check: %.1fx" % (
                   what, medians["compiled", "check"], medians["python", "check"],
                   medians["python", "check"] / medians["compiled", "check"],
                   medians["compiled", "batch"], medians["python", "batch"],
                   medians["python", "batch"] / medians["compiled", "batch"],
                   medians["compiled", "check"] / medians["compiled", "batch"]))
-        for path, name in (("compiled", "compiled"), ("python", "pure Python")):
-            rows.append("python) %s.contains, CPU ns a check, median of %d: %s|%.0f|-|-"
-                        % (what, rounds, name, medians[path, "check"]))
-        for path, name in (("compiled", "compiled"), ("python", "pure Python")):
-            rows.append("python) %s.contains_many, CPU ns a key, median of %d: %s|%.0f|-|-"
-                        % (what, rounds, name, medians[path, "batch"]))
-    python_follower.close()
-    compiled_follower.close()
+        name = what.split(" ")[0]
+        where = what[len(name) + 1:]
+        for kind, label in (("check", "contains, CPU ns a check"), ("batch", "contains_many, CPU ns a key")):
+            for path, path_name in (("compiled", "compiled"), ("python", "pure Python")):
+                rows.append("python) %s.%s%s, median of %d: %s|%.0f|-|-" % (
+                    name, label, " (%s)" % where if where else "", rounds, path_name, medians[path, kind]))
+        if what != "Filter":
+            compiled.close()
+            python.close()
     row("python) pure-Python Filter.contains time / compiled Filter.contains time",
         round(figures["Filter"]["python", "check"] / figures["Filter"]["compiled", "check"], 1), ">=", 5)
     row("python) compiled Filter.contains time / compiled Filter.contains_many time a key",
@@ -646,7 +651,74 @@ def multi_lag():
         % len(MULTI_TABLES), round(p99, 3), "<=", 0.25)
 
 
+# The followers of layered_batches: (label, index), in bench/python_client.sh's cluster.
+LAYERED_INDEXES = (("fixed-size (expansion = 0)", "fixed_email_bloom"), ("1-layer", "users_email_bloom"),
+                   ("6-layer", "grown_email_bloom"))
+
+
+def layered_batches(rounds=7, seconds=0.4):
+    """IndexFollower.contains_many against a loop of IndexFollower.contains on the same 100,000
+    keys (half present) on a fixed-size index and on the layered values of an index of 1 and of
+    6 layers (1M keys each): CPU time a key, the loop, the batch and the batch without NumPy in
+    turn, round by round; the ratio of each round, and the median of the rounds' ratios."""
+    rng = random.Random(3)
+    keys = [str(n) for n in rng.sample(range(2_000_000), 100_000)]
+    print("\n== IndexFollower.contains_many on layered indexes: %d keys in one call against a loop of "
+          "IndexFollower.contains, CPU time a key, %d rounds of %.1f s each side in turn (accelerator: %s)"
+          % (len(keys), rounds, seconds, bloomfilter._core._vector and "numpy" or "none, pure Python"))
+    for label, index in LAYERED_INDEXES:
+        with pure_python_check():
+            follower = IndexFollower(psycopg.connect(autocommit=True), index, background=False)
+        f = follower.filter
+        layers = len(f.layers) if isinstance(f, bloomfilter.LayeredFilter) else 0
+        contains = follower.contains
+        answers = [contains(key) for key in keys]
+        assert follower.contains_many(keys) == answers
+
+        def loop(keys):
+            for key in keys:
+                contains(key)
+
+        loop_ns, batch_ns, pure_ns, ratios, pure_ratios = [], [], [], [], []
+        for _ in range(rounds):
+            loop_ns.append(cpu_ns_per_key(loop, keys, seconds))
+            batch_ns.append(cpu_ns_per_key(follower.contains_many, keys, seconds))
+            with pure_python():
+                pure_ns.append(cpu_ns_per_key(follower.contains_many, keys, seconds))
+            ratios.append(loop_ns[-1] / batch_ns[-1])
+            pure_ratios.append(loop_ns[-1] / pure_ns[-1])
+        follower.close()
+        print("  %-28s %s (format version %d, %d layers, %.1f%% true): contains_many %.0f ns a key, loop %.0f ns "
+              "(medians); ratio median %.2fx, rounds %s; without NumPy %.0f ns, %.2fx" % (
+                  label, index, f.version, layers, 100.0 * sum(answers) / len(answers),
+                  statistics.median(batch_ns), statistics.median(loop_ns), statistics.median(ratios),
+                  " ".join("%.2f" % r for r in ratios), statistics.median(pure_ns),
+                  statistics.median(pure_ratios)))
+        what = "python) IndexFollower.contains_many per key vs a loop of contains, %s index (%s), 100,000 keys" % (
+            label, index)
+        rows.append("%s: batch ns a key|%.0f|-|-" % (what, statistics.median(batch_ns)))
+        rows.append("%s: loop ns a key|%.0f|-|-" % (what, statistics.median(loop_ns)))
+        row(what + ": loop time / batch time, median of rounds", round(statistics.median(ratios), 2), ">=",
+            4 if layers else 3)
+        rows.append("%s: loop time / batch time without NumPy (pure Python), median of rounds|%.2f|-|-"
+                    % (what, statistics.median(pure_ratios)))
+
+
+def print_rows():
+    print("\n== python client rows")
+    for line in rows:
+        print(line)
+    summary = os.environ.get("PYTHON_CLIENT_SUMMARY_FILE")
+    if summary:
+        with open(summary, "a") as out:
+            out.write("".join(line + "\n" for line in rows))
+
+
 def main():
+    if os.environ.get("BENCH_CLIENT_ONLY") == "layered":
+        layered_batches()
+        print_rows()
+        return
     conn = psycopg.connect(autocommit=True)
     bloomfilter.psycopg.register(conn)
     with pure_python_check():
@@ -731,17 +803,11 @@ def main():
     row("python) follower refresh, nothing changed: queries", per_refresh, "<=", 1)
     row("python) follower refresh, nothing changed: filter bytes moved", max(moved), "<=", 0)
 
+    layered_batches()
     multi_lag()
     async_stalls()
     shards_lag()
-
-    print("\n== python client rows")
-    for line in rows:
-        print(line)
-    summary = os.environ.get("PYTHON_CLIENT_SUMMARY_FILE")
-    if summary:
-        with open(summary, "a") as out:
-            out.write("".join(line + "\n" for line in rows))
+    print_rows()
 
 
 main()

@@ -8,6 +8,8 @@
 # installed); a ShardedIndexFollower's lag over three shard clusters; a check in SQL through
 # PgBouncer in session and transaction mode against a direct connection (if pgbouncer is
 # installed); a MultiIndexFollower of 4 indexes on one connection, its lag under a writer a table;
+# IndexFollower.contains_many against a loop of contains on a fixed-size index and on indexes of 1
+# and 6 layers (alone with BENCH_CLIENT_ONLY=layered);
 # the compiled check (bloomfilter._native, built here when python3-dev is installed) against the
 # pure-Python one, a check and a batch's key, on Filter and IndexFollower, side by side (the
 # other sections measure the pure-Python check, as before there was a compiled one).
@@ -56,6 +58,16 @@ CREATE TABLE filters (id integer PRIMARY KEY, f bloom NOT NULL);
 INSERT INTO filters SELECT 1, bloom_agg(email, 1000000, 0.01) FROM users;
 INSERT INTO filters SELECT 2, bloom_agg('user' || i || '@mail.com', 1000000, 0.01)
   FROM generate_series(0, 999999) AS i;
+-- The layered batch rows: the same keys in a fixed-size index, and in an index grown to 6 layers
+-- by inserts (16,000 x 31 < 1,000,000 <= 16,000 x 63), each on a table of its own.
+CREATE TABLE fixed (email text NOT NULL);
+INSERT INTO fixed SELECT i::text FROM generate_series(0, 999999) AS i;
+CREATE INDEX fixed_email_bloom ON fixed USING bloomfilter (email)
+  WITH (capacity = 1000000, error_rate = 0.01, expansion = 0);
+CREATE TABLE grown (email text NOT NULL);
+CREATE INDEX grown_email_bloom ON grown USING bloomfilter (email)
+  WITH (capacity = 16000, error_rate = 0.01, expansion = 2);
+INSERT INTO grown SELECT i::text FROM generate_series(0, 999999) AS i;
 VACUUM (FREEZE, ANALYZE) users, filters;
 -- Four tables with an index each, for a MultiIndexFollower of the four on one connection.
 SELECT format('CREATE TABLE multi%s (id bigserial PRIMARY KEY, email text NOT NULL UNIQUE)', n),

@@ -155,6 +155,15 @@ SELECT count(*) AS false_negatives_after_reindex FROM index_users WHERE NOT bloo
 -- Of a fixed size past its capacity, it says it needs a rebuild.
 CREATE INDEX index_users_small ON index_users USING bloomfilter (email) WITH (capacity = 1000, expansion = 0);
 SELECT capacity, needs_rebuild, layers, advice FROM bloom_index_info('index_users_small');
+-- Blocks larger than a page (20 hashes): counted across the pages each spans, the same numbers in
+-- bloom_index_layers, bloom_index_info and bloom_info of the filter.
+CREATE INDEX index_users_spanning ON index_users USING bloomfilter (email)
+  WITH (capacity = 20000, error_rate = 0.000001, expansion = 0);
+SELECT i.hashes, l.pages, l.fill > 0 AS counted, l.fill = i.fill AND l.estimated_error_rate = i.estimated_error_rate AS layers_as_info,
+       (i.bits_set, i.fill, i.estimated_count, i.estimated_error_rate) = (b.bits_set, b.fill, b.estimated_count, b.estimated_error_rate) AS info_as_filter
+FROM bloom_index_layers('index_users_spanning') l, bloom_index_info('index_users_spanning') i,
+     bloom_info(bloom_index_filter('index_users_spanning')) b;
+DROP INDEX index_users_spanning;
 
 -- Errors, with their SQLSTATEs.
 \set VERBOSITY sqlstate

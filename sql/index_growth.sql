@@ -98,6 +98,10 @@ SELECT pg_get_indexdef('growth_plain_empty'::regclass);
 INSERT INTO growth_plain (email) SELECT 'plain' || i || '@mail.com' FROM generate_series(1, 30000) i;
 INSERT INTO growth_plain (email) VALUES (NULL);
 SELECT count(*) > 1 AS grew FROM bloom_index_layers('growth_plain_empty');
+-- hashes: layer 0's, which its capacity and error rate give (each layer has its own).
+SELECT i.hashes, i.hashes = (SELECT hashes FROM bloom_info(bloom_empty(l.capacity, l.error_rate))) AS layer_0s
+  FROM bloom_index_info('growth_plain_empty') i, bloom_index_layers('growth_plain_empty') l
+ WHERE l.layer = 0;
 SELECT layers > 1 AS several, advice FROM bloom_index_info('growth_plain_empty');
 CREATE INDEX growth_plain_rows ON growth_plain USING bloomfilter (email);
 SELECT layer, capacity, error_rate FROM bloom_index_layers('growth_plain_rows');
@@ -131,3 +135,18 @@ CREATE INDEX ON growth_plain USING bloomfilter (email) WITH (error_rate = 1e-12,
 CREATE INDEX growth_plain_fixed ON growth_plain USING bloomfilter (email) WITH (expansion = 0);
 SELECT layer, capacity, error_rate, full_pages FROM bloom_index_layers('growth_plain_fixed');
 DROP TABLE growth_plain;
+
+-- Deleted keys: keys_beyond_rows estimates the keys the filter holds past the rows VACUUM counted
+-- (which a rebuild drops), and advice is 'compact' once a REINDEX would halve the index.
+CREATE TABLE growth_churn (email text NOT NULL);
+INSERT INTO growth_churn SELECT 'churn' || i || '@mail.com' FROM generate_series(1, 20000) i;
+CREATE INDEX growth_churn_email ON growth_churn USING bloomfilter (email);
+VACUUM growth_churn;
+SELECT layers, capacity, keys_beyond_rows < 200 AS none_beyond, advice FROM bloom_index_info('growth_churn_email');
+DELETE FROM growth_churn WHERE email NOT LIKE '%0@mail.com';
+VACUUM growth_churn;
+SELECT layers, capacity, keys_beyond_rows BETWEEN 17000 AND 19000 AS deleted_keys, advice
+FROM bloom_index_info('growth_churn_email');
+REINDEX INDEX growth_churn_email;
+SELECT layers, capacity, keys_beyond_rows < 200 AS none_beyond, advice FROM bloom_index_info('growth_churn_email');
+DROP TABLE growth_churn;

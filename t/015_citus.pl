@@ -42,8 +42,8 @@
 #      (each node asked through Citus's runner, as the caller: 38000 where a node refuses it;
 #      0A000 for a runner statement meeting a shell index); a shard moved under 4 writers with
 #      readers checking (users and members): no false answer, every insert found.
-# Needs Citus installed into the server (test/citus.sh builds the vendored Citus 13.2.2 and
-# installs it); skipped without it.
+# Needs Citus installed into the server (test/citus.sh builds the vendored Citus, 13.2.2 for
+# PostgreSQL 15 and 14.0.1 for 16 to 18, and installs it); skipped without it.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -325,7 +325,7 @@ for my $w (@workers) {
 # (Citus delegates only SELECT f(...) alone), in a transaction block (unless force_delegation),
 # and as an inlined SQL function. (Not tried here: SELECT f(x) FROM (VALUES ('...')) v(x), or
 # FROM (SELECT '...' AS x) s, crashes the coordinator's backend (SIGSEGV) in Citus 13.2.2's
-# delegation, for any distributed function that is not inlined.)
+# and 14.0.1's delegation, for any distributed function that is not inlined.)
 my $user7_shard = $coordinator->safe_psql('postgres', q{SELECT get_shard_id_for_distribution_column('users', 'user7@mail.com')});
 for my $case (
 		[ q{SELECT users_email_taken(email) FROM users_local WHERE email = 'user7@mail.com'}, 'in a query of a table' ],

@@ -10,8 +10,11 @@
 #                            Debian source package (test/cassert.sh)
 #   test/bootstrap.sh citus  also what test/citus.sh needs to build Citus (vendored, for
 #                            t/015_citus.pl) against the installed server: its columnar storage's
-#                            compression libraries (it is built without libcurl), and the GSSAPI
-#                            headers that Debian's server headers include (libpq/libpq-be.h)
+#                            compression libraries, the GSSAPI and ICU headers that Debian's
+#                            server headers include (libpq/libpq-be.h, utils/pg_locale.h;
+#                            bookworm's libxml2-dev brings ICU's, trixie's no longer does), and
+#                            curl's for PostgreSQL 18 (built with libcurl, and so then is Citus;
+#                            without it before)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . test/as_root.sh
@@ -51,7 +54,9 @@ if [ "${1:-}" = cassert ]; then
   wanted+=(build-essential dpkg-dev bison flex zlib1g-dev)
 fi
 if [ "${1:-}" = citus ]; then
-  wanted+=(build-essential liblz4-dev libzstd-dev libkrb5-dev)
+  wanted+=(build-essential liblz4-dev libzstd-dev libkrb5-dev libicu-dev)
+  # Debian's PostgreSQL 18 is built with libcurl (OAuth), and so then is Citus (test/citus.sh).
+  [ "$PG_MAJOR" -lt 18 ] || wanted+=(libcurl4-openssl-dev)
 fi
 packages=()
 for p in "${wanted[@]}"; do

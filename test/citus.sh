@@ -1,25 +1,28 @@
 #!/usr/bin/env bash
-# Citus (distributed PostgreSQL) for t/015_citus.pl: the vendored source of Citus 13.2.2
-# (../shared/vendor/ from the project root, or $BLOOM_VENDOR_DIR), built once against the
-# PostgreSQL of the pg_config on PATH (or $PG_CONFIG) and installed into that server's directories,
-# as its `make install` does: citus.so and citus_columnar.so, their control files and SQL scripts,
-# and Citus's headers. A node then loads it with shared_preload_libraries = citus.
+# Citus (distributed PostgreSQL) for t/015_citus.pl: the vendored source of Citus (../shared/vendor/
+# from the project root, or $BLOOM_VENDOR_DIR), built once against the PostgreSQL of the pg_config
+# on PATH (or $PG_CONFIG) and installed into that server's directories, as its `make install`
+# does: citus.so and citus_columnar.so, their control files and SQL scripts, and Citus's headers.
+# A node then loads it with shared_preload_libraries = citus.
 #   test/citus.sh
-# The archive is checked against the vendor directory's SHA256SUMS, then patched with
-# citus-13.2.2-pg15-minor.patch (15.x minor releases declare have_createdb_privilege() extern), and
-# configured --without-libcurl (Citus would otherwise send anonymous statistics from the test
-# nodes); `make -j2`, then `make install DESTDIR=...` into a cache directory that later runs copy
-# in (seconds). The cache is $BLOOM_CITUS_CACHE, default /var/cache/bloomfilter-citus as root and
-# ~/.cache/bloomfilter-citus otherwise; a build there is made again when the archive, the patch,
-# the options or the server (pg_config's path and version) change. The server's directories are
-# written directly when writable, else as root (through sudo when not root). Needs the packages of
-# `test/bootstrap.sh citus`.
+# The version follows the server: Citus 13.2.2 for PostgreSQL 15 (14 dropped it), 14.0.1 for 16,
+# 17 and 18 (13.2.2 stops at 17); BLOOM_CITUS_VERSION=13.2.2 chooses the older one on 16 or 17.
+# The archive is checked against the vendor directory's SHA256SUMS; 13.2.2 is then patched with
+# citus-13.2.2-pg15-minor.patch (15.x minor releases declare have_createdb_privilege() extern).
+# Both are configured --without-libcurl (Citus's anonymous statistics, which it would otherwise
+# be able to send from the test nodes, compiled out), unless the server was built with libcurl
+# (PostgreSQL 18's OAuth): its pg_config.h then defines HAVE_LIBCURL for Citus too, whose
+# statistics code then needs curl's headers and library, so --with-libcurl (the statistics stay
+# off: citus.enable_statistics_collection defaults to off in a build from source, and the tests
+# never turn it on). `make -j2`, then `make install DESTDIR=...` into a cache directory that later
+# runs copy in (seconds). The cache is $BLOOM_CITUS_CACHE, default /var/cache/bloomfilter-citus
+# as root and ~/.cache/bloomfilter-citus otherwise; a build there is made again when the archive,
+# the patch, the options or the server (pg_config's path and version) change. The server's
+# directories are written directly when writable, else as root (through sudo when not root).
+# Needs the packages of `test/bootstrap.sh citus`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . test/as_root.sh
-CITUS_VERSION=13.2.2
-ARCHIVE=citus-$CITUS_VERSION.tar.gz
-PATCH=citus-$CITUS_VERSION-pg15-minor.patch
 CONFIGURE_OPTIONS=(--without-libcurl)
 MARK=.bloomfilter-citus-complete
 PG_CONFIG=${PG_CONFIG:-pg_config}
@@ -35,12 +38,23 @@ elapsed() { local s=$(($(date +%s) - $1)); printf '%dm%02ds' $((s / 60)) $((s % 
 
 pg_config_path=$(command -v "$PG_CONFIG") || die "no $PG_CONFIG on PATH: run test/bootstrap.sh citus"
 pg_version=$("$PG_CONFIG" --version | awk '{ print $2 }')
-case ${pg_version%%.*} in
-  15 | 16 | 17) ;;
-  *) die "Citus $CITUS_VERSION supports PostgreSQL 15 to 17, not $pg_version ($pg_config_path)" ;;
+pg_major=${pg_version%%.*}
+pg_major=${pg_major%%[!0-9]*}   # 18devel, 19beta1
+if [ "$pg_major" -ge 16 ]; then CITUS_VERSION=${BLOOM_CITUS_VERSION:-14.0.1}; else CITUS_VERSION=${BLOOM_CITUS_VERSION:-13.2.2}; fi
+# The PostgreSQL versions each supports (its configure refuses others), and its patch.
+case $CITUS_VERSION in
+  13.2.2) supported="15 16 17" PATCH=citus-13.2.2-pg15-minor.patch ;;
+  14.0.1) supported="16 17 18" PATCH= ;;
+  *) die "no vendored Citus $CITUS_VERSION known (BLOOM_CITUS_VERSION: 13.2.2 or 14.0.1)" ;;
 esac
-[ -f "$VENDOR/$ARCHIVE" ] && [ -f "$VENDOR/SHA256SUMS" ] && [ -f "$VENDOR/$PATCH" ] ||
-  die "no $ARCHIVE, $PATCH and SHA256SUMS in $VENDOR (set BLOOM_VENDOR_DIR)"
+[[ " $supported " == *" $pg_major "* ]] ||
+  die "Citus $CITUS_VERSION supports PostgreSQL ${supported// /, }, not $pg_version ($pg_config_path)"
+ARCHIVE=citus-$CITUS_VERSION.tar.gz
+if grep -q '^#define HAVE_LIBCURL 1' "$("$PG_CONFIG" --includedir-server)/pg_config.h" 2>/dev/null; then
+  CONFIGURE_OPTIONS=(--with-libcurl)
+fi
+[ -f "$VENDOR/$ARCHIVE" ] && [ -f "$VENDOR/SHA256SUMS" ] && { [ -z "$PATCH" ] || [ -f "$VENDOR/$PATCH" ]; } ||
+  die "no $ARCHIVE${PATCH:+, $PATCH} and SHA256SUMS in $VENDOR (set BLOOM_VENDOR_DIR)"
 VENDOR=$(cd "$VENDOR" && pwd)
 archive_sum=$(awk -v f="$ARCHIVE" '$2 == f || $2 == "*" f { print $1 }' "$VENDOR/SHA256SUMS")
 [ -n "$archive_sum" ] || die "$VENDOR/SHA256SUMS has no line for $ARCHIVE"
@@ -49,7 +63,7 @@ archive_sum=$(awk -v f="$ARCHIVE" '$2 == f || $2 == "*" f { print $1 }' "$VENDOR
 # per input; the last names the server, and a new build for it removes the older ones.
 build_id() {
   echo "citus $CITUS_VERSION, $ARCHIVE sha256 $archive_sum"
-  echo "patch $PATCH sha256 $(sha256sum <"$VENDOR/$PATCH" | cut -d' ' -f1)"
+  [ -z "$PATCH" ] || echo "patch $PATCH sha256 $(sha256sum <"$VENDOR/$PATCH" | cut -d' ' -f1)"
   echo "configure ${CONFIGURE_OPTIONS[*]}"
   echo "server $pg_config_path $("$PG_CONFIG" --version)"
 }
@@ -71,8 +85,11 @@ else
   done
   [ -f "$("$PG_CONFIG" --includedir-server)/postgres.h" ] ||
     die "no server headers in $("$PG_CONFIG" --includedir-server): run test/bootstrap.sh citus"
-  # Debian's server headers include gssapi/gssapi.h (libpq/libpq-be.h), which Citus compiles.
-  for header in lz4.h zstd.h gssapi/gssapi.h; do
+  # Debian's server headers include gssapi/gssapi.h (libpq/libpq-be.h) and unicode/ucol.h
+  # (utils/pg_locale.h), which Citus compiles.
+  headers=(lz4.h zstd.h gssapi/gssapi.h unicode/ucol.h)
+  [ "${CONFIGURE_OPTIONS[0]}" = --without-libcurl ] || headers+=(curl/curl.h)
+  for header in "${headers[@]}"; do
     echo "#include <$header>" | gcc -E - >/dev/null 2>&1 || die "no $header: run test/bootstrap.sh citus"
   done
 
@@ -89,7 +106,7 @@ else
   echo "building Citus $CITUS_VERSION against PostgreSQL $pg_version ($pg_config_path) into $entry" >&2
   build() {
     cd "$tree"
-    patch -p1 --forward --batch <"$VENDOR/$PATCH"
+    [ -z "$PATCH" ] || patch -p1 --forward --batch <"$VENDOR/$PATCH"
     ./configure PG_CONFIG="$pg_config_path" "${CONFIGURE_OPTIONS[@]}"
     make -j2
     make install DESTDIR="$work/stage"
@@ -112,10 +129,10 @@ else
   cp "$work/build.log" "$entry/build.log"
   build_id >"$entry/$MARK"
   rm -f "$CACHE/build-failed.log"
-  # Older builds for the same server are of no more use.
+  # Older builds of this Citus version for the same server are of no more use.
   for other in "$CACHE"/*/"$MARK"; do
     [ -f "$other" ] && [ "$(dirname "$other")" != "$entry" ] && [ "$(tail -n 1 "$other")" = "$(build_id | tail -n 1)" ] &&
-      rm -rf "$(dirname "$other")"
+      [ "$(head -n 1 "$other" | cut -d, -f1)" = "citus $CITUS_VERSION" ] && rm -rf "$(dirname "$other")"
   done
   echo "built Citus $CITUS_VERSION against PostgreSQL $pg_version in $(elapsed "$began") (log: $entry/build.log)" >&2
 fi

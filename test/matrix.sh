@@ -3,6 +3,8 @@
 # PostgreSQL versions, then checks that filters move between them byte for byte.
 #   test/matrix.sh [VERSION ...]      default: 15 17 18; run as root
 #   BLOOM_MATRIX_KEEP=DIR test/matrix.sh   also keep the logs, dumps and fingerprints in DIR
+#   BLOOM_MATRIX_CITUS="17 18"             the versions that also run the Citus TAP tests (the
+#                                          default; "" none); 15's are `make test-citus`'s
 #
 # Each version runs in a minimal Debian root with that version's packages: 15 in bookworm, 17 in
 # trixie, 18 in sid, each made once with debootstrap into $BLOOM_MATRIX_CACHE (default
@@ -16,12 +18,19 @@
 # (pg_dump, binary COPY, text COPY), and every other version loads them and must see the same
 # bytes (md5 of f::bytea and f::text), the same bloom_info and the same bloom_contains answers.
 # pg_dump goes from older to newer versions only (its supported direction); COPY both ways.
+# Then, for the versions of $BLOOM_MATRIX_CITUS that run: the vendored Citus (../shared/vendor/, or
+# $BLOOM_VENDOR_DIR; 14.0.1 for 16 and later) built by test/citus.sh inside the root, once, into the
+# root's /var/cache/bloomfilter-citus (kept with the root), and the TAP tests of `make test-citus`
+# (t/015_citus.pl, ...; test/run-tap.sh, as the postgres user) against the installed package, with
+# the packages they need added to the root.
 # Every mount and every server started is undone on exit, whatever the outcome.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SOURCE=$PWD
 CACHE=${BLOOM_MATRIX_CACHE:-/var/cache/bloomfilter-matrix}
 if [ $# -gt 0 ]; then VERSIONS=("$@"); else VERSIONS=(15 17 18); fi
+read -r -a CITUS_VERSIONS <<<"${BLOOM_MATRIX_CITUS-17 18}"
+VENDOR=${BLOOM_VENDOR_DIR:-$SOURCE/../shared/vendor}
 STARTED_AT=$(date +%s)
 # shellcheck source=chroot.sh
 . test/chroot.sh
@@ -134,33 +143,55 @@ packages_of() {
   echo "postgresql-server-dev-all dpkg-dev"
 }
 
+# And what building Citus (test/bootstrap.sh citus: its compression libraries, the GSSAPI and ICU
+# headers the server's headers include, curl's where the server uses libcurl) and the TAP tests
+# (PostgreSQL::Test::Cluster is in the client's package; the Python client's CitusIndexFollower
+# tests in t/015 need pytest, psycopg 3 and xxhash; the Node client's, which need `npm ci`, are
+# skipped) need.
+citus_packages_of() {
+  echo "postgresql-client-$1 liblz4-dev libzstd-dev libkrb5-dev libicu-dev perl libipc-run-perl"
+  echo "python3-pytest python3-psycopg python3-xxhash"
+  [ "$1" -lt 18 ] || echo libcurl4-openssl-dev
+}
+
 # A version's root, made with debootstrap when the cache does not have it yet; packages missing
-# from an older root are added.
+# from an older root are added (and those of Citus when a second argument says so).
 ensure_root() {
   local v=$1 suite root missing=() p
   suite=$(suite_of "$v")
   root=$(root_of "$v")
   # shellcheck disable=SC2046
   chroot_make_root "$suite" "$root" "$CACHE/$suite.log" $(packages_of "$v")
-  for p in $(packages_of "$v"); do
+  for p in $(packages_of "$v") ${2:+$(citus_packages_of "$v")}; do
     chroot "$root" dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
   echo "matrix: installing ${missing[*]} in the Debian $suite root"
+  # sid's Release file is valid for a week only: a mirror that is a snapshot refuses it after
+  # that (debootstrap does not look).
   chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
-    sh -c "apt-get update -qq && apt-get install -y -qq --no-install-recommends ${missing[*]}" >/dev/null
+    sh -c "apt-get -o Acquire::Check-Valid-Until=false update -qq &&
+           apt-get install -y -qq --no-install-recommends ${missing[*]}" >/dev/null
 }
 
-# Makes a version's environment ready: the root, its mounts, the exchange directory.
+# Whether a version runs the Citus TAP tests here.
+with_citus() { [[ " ${CITUS_VERSIONS[*]} " == *" $1 "* ]] && [ -d "$VENDOR" ]; }
+
+# Makes a version's environment ready: the root, its mounts, the exchange directory (and the
+# vendored sources, read-only, for Citus).
 prepare() {
   local v=$1 root
   root=$(root_of "$v")
   ROOTS+=("$root")
-  ensure_root "$v"
+  ensure_root "$v" "$(with_citus "$v" && echo citus)"
   chroot_mount_system "$root"
   mkdir -p "$root$WORK"
   chmod 755 "$root$WORK"
   chroot_mount bind "$EXCHANGE" "$root$EXCHANGE"
+  if with_citus "$v"; then
+    chroot_mount bind "$VENDOR" "$root$WORK/vendor"
+    mount -o remount,bind,ro "$root$WORK/vendor" || die "cannot make $root$WORK/vendor read-only"
+  fi
 }
 
 # Copies this tree (without build products) into the version's root and builds and installs it.
@@ -246,6 +277,34 @@ run_suite() {
   else
     SUITE_RESULT="FAILED (see above)"
   fi
+  return 1
+}
+
+# Citus built (or found in the root's cache) and installed into the version's server, then
+# the Citus TAP tests of `make test-citus` (CITUS_TAP_TESTS) against the installed package. Sets
+# CITUS_RESULT.
+run_citus() {
+  local v=$1 root src log began
+  root=$(root_of "$v")
+  src=$WORK/src-$v
+  log=$LOGS/citus-$v.log
+  began=$(date +%s)
+  if ! long in_env "$v" env BLOOM_VENDOR_DIR="$WORK/vendor" PG_CONFIG="$(pg_config_of "$v")" \
+         "$src/test/citus.sh" >"$log" 2>&1; then
+    tail -n 40 "$log"
+    CITUS_RESULT="FAILED: Citus build"
+    return 1
+  fi
+  CITUS_BUILT=$(sed -nE 's/^(built|installed) Citus ([0-9.]+) .* in ([0-9]+m[0-9]+s).*/\1 \2 in \3/p; s/^Citus ([0-9.]+) for .*: the build in .*/cached \1/p' "$log" | head -n 1)
+  echo "   Citus: ${CITUS_BUILT:-?} ($(($(date +%s) - began)) s)"
+  # shellcheck disable=SC2046
+  if long in_env "$v" env PG_CONFIG="$(pg_config_of "$v")" TAP_LOG_DIR= "$src/test/run-tap.sh" \
+       $(make -s --no-print-directory -C "$SOURCE" citus-tap-list) >>"$log" 2>&1; then
+    CITUS_RESULT=$(sed -nE 's/^Files=([0-9]+), Tests=([0-9]+),.*/\1 files, \2 tests passed/p' "$log")
+    return 0
+  fi
+  grep -E '^(t/|not ok|#   Failed|# Looks like)' "$log" | head -n 40 || tail -n 40 "$log"
+  CITUS_RESULT="FAILED ($(grep -c '^not ok' "$log") not ok)"
   return 1
 }
 
@@ -434,7 +493,7 @@ read_fixture() {
 
 # ---- The run -----------------------------------------------------------------------------------
 
-declare -A BUILD SUITE SERVER SECONDS_OF
+declare -A BUILD SUITE CITUS SERVER SECONDS_OF
 FAILED=0
 FORMAT_FAILED=0
 FORMAT_LINES=()
@@ -445,6 +504,8 @@ for v in "${VERSIONS[@]}"; do
   echo "== PostgreSQL $v ($(where_of "$v"))"
   BUILD_RESULT="not built"
   SUITE_RESULT="not run"
+  CITUS_RESULT="not run"
+  with_citus "$v" || CITUS_RESULT="-"
   SERVER[$v]="?"
   if prepare "$v" && SERVER[$v]=$(in_env "$v" "$(pg_config_of "$v")" --version) && build "$v"; then
     if start_cluster "$v"; then
@@ -455,6 +516,9 @@ for v in "${VERSIONS[@]}"; do
         echo "matrix: the format check's filters could not be made, or answered wrongly, on $v" >&2
         FORMAT_FAILED=1
       fi
+      if with_citus "$v"; then
+        run_citus "$v" || FAILED=1
+      fi
     else
       SUITE_RESULT="FAILED: cluster did not start"
       FAILED=1
@@ -464,8 +528,9 @@ for v in "${VERSIONS[@]}"; do
   fi
   BUILD[$v]=$BUILD_RESULT
   SUITE[$v]=$SUITE_RESULT
+  CITUS[$v]=$CITUS_RESULT
   SECONDS_OF[$v]=$(($(date +%s) - began))
-  echo "   build: ${BUILD[$v]}; suite: ${SUITE[$v]} (${SECONDS_OF[$v]} s)"
+  echo "   build: ${BUILD[$v]}; suite: ${SUITE[$v]}; Citus: ${CITUS[$v]} (${SECONDS_OF[$v]} s)"
 done
 
 if [ ${#READY[@]} -ge 2 ]; then
@@ -488,11 +553,12 @@ for v in "${STARTED[@]}"; do stop_cluster "$v"; done
 total=$(($(date +%s) - STARTED_AT))
 echo
 echo "== summary"
-printf '%-8s %-20s %-42s %-24s %s\n' version where server build suite
+printf '%-8s %-20s %-42s %-24s %-26s %s\n' version where server build suite 'Citus (TAP)'
 for v in "${VERSIONS[@]}"; do
-  printf '%-8s %-20s %-42s %-24s %s (%d s)\n' "$v" "$(where_of "$v")" "${SERVER[$v]}" "${BUILD[$v]}" \
-    "${SUITE[$v]}" "${SECONDS_OF[$v]}"
+  printf '%-8s %-20s %-42s %-24s %-26s %s (%d s)\n' "$v" "$(where_of "$v")" "${SERVER[$v]}" "${BUILD[$v]}" \
+    "${SUITE[$v]}" "${CITUS[$v]}" "${SECONDS_OF[$v]}"
 done
+[ ${#CITUS_VERSIONS[@]} -eq 0 ] || [ -d "$VENDOR" ] || echo "Citus: not run, no vendored sources in $VENDOR"
 if [ ${#READY[@]} -ge 2 ]; then
   echo "byte format: these filters made on ${READY[0]} (and the same SQL elsewhere), compared by md5 of"
   echo "f::bytea and f::text, all of bloom_info, bloom_contains of members, of 20,000 outsiders and of"

@@ -296,30 +296,67 @@ void union_bits(uint8_t *dst, const uint8_t *a, const uint8_t *b, uint64_t begin
 void union_inserted(uint8_t *dst, const uint8_t *src) { add_inserted(dst, read_inserted(src)); }
 
 Statistics statistics(const uint8_t *data, const Header &header) {
-    Statistics stats;
-    const Parameters &p = header.parameters;
-    const double k = p.hashes, block_bits = double(uint64_t(1) << p.block_log2);
-    const uint64_t words = p.block_bytes() / 8;
-    double error_sum = 0, count_sum = 0;
-    for (uint32_t b = 0; b < p.blocks; b++) {
-        const uint8_t *block = data + block_offset(b, p.block_log2);
-        uint64_t set = 0;
-        for (uint64_t w = 0; w < words; w++) {
-            uint64_t word;
-            std::memcpy(&word, block + 8 * w, 8);
-            set += uint64_t(__builtin_popcountll(word));
-        }
-        stats.bits_set += set;
-        double fill = double(set) / block_bits;
-        // A key absent from the filter is a false positive when all k of its bits, all in one
-        // block, are set: the exact expectation for a blocked filter is the mean of fill^k.
-        error_sum += std::pow(fill, k);
-        count_sum += set == uint64_t(block_bits) ? std::numeric_limits<double>::infinity()
-                                                 : -(block_bits / k) * std::log1p(-fill);
+    StatisticsSum sum(header.parameters);
+    sum.add(data + kHeaderBytes, header.parameters.bits() / 8);
+    return sum.result();
+}
+
+namespace {
+
+uint64_t count_set_bits(const uint8_t *bytes, uint64_t length) {
+    uint64_t set = 0, i = 0;
+    for (; i + 8 <= length; i += 8) {
+        uint64_t word;
+        std::memcpy(&word, bytes + i, 8);
+        set += uint64_t(__builtin_popcountll(word));
     }
-    stats.fill = double(stats.bits_set) / double(p.bits());
-    stats.estimated_error_rate = error_sum / p.blocks;
-    stats.estimated_count = count_sum;
+    for (; i < length; i++) set += uint64_t(__builtin_popcount(bytes[i]));
+    return set;
+}
+
+}  // namespace
+
+void StatisticsSum::add(const uint8_t *bits, uint64_t length) {
+    const uint64_t block_bytes = p_.block_bytes();
+    while (length > 0) {
+        const uint64_t n = std::min(length, block_bytes - block_added_);
+        block_set_ += count_set_bits(bits, n);
+        block_added_ += n;
+        bits += n;
+        length -= n;
+        if (block_added_ == block_bytes) end_block();
+    }
+}
+
+void StatisticsSum::add_zeros(uint64_t length) {
+    const uint64_t block_bytes = p_.block_bytes();
+    while (length > 0) {
+        const uint64_t n = std::min(length, block_bytes - block_added_);
+        block_added_ += n;
+        length -= n;
+        if (block_added_ == block_bytes) end_block();
+    }
+}
+
+void StatisticsSum::end_block() {
+    const double k = p_.hashes, block_bits = double(uint64_t(1) << p_.block_log2);
+    bits_set_ += block_set_;
+    const double fill = double(block_set_) / block_bits;
+    // A key absent from the filter is a false positive when all k of its bits, all in one
+    // block, are set: the exact expectation for a blocked filter is the mean of fill^k.
+    error_sum_ += std::pow(fill, k);
+    count_sum_ += block_set_ == uint64_t(block_bits) ? std::numeric_limits<double>::infinity()
+                                                     : -(block_bits / k) * std::log1p(-fill);
+    block_added_ = 0;
+    block_set_ = 0;
+}
+
+Statistics StatisticsSum::result() const {
+    Statistics stats;
+    stats.bits_set = bits_set_;
+    stats.fill = double(bits_set_) / double(p_.bits());
+    stats.estimated_error_rate = error_sum_ / p_.blocks;
+    stats.estimated_count = count_sum_;
     return stats;
 }
 

@@ -434,6 +434,28 @@ struct Statistics {
 };
 Statistics statistics(const uint8_t *data, const Header &header);
 
+// statistics() of a filter's bits given a slice at a time, in order (an index's filter read page
+// by page): the same numbers, bit for bit, whatever the slices' sizes, without the whole in
+// memory. result() once every block has been added.
+class StatisticsSum {
+public:
+    explicit StatisticsSum(const Parameters &parameters) : p_(parameters) {}
+    // The next `length` bytes of the bits.
+    void add(const uint8_t *bits, uint64_t length);
+    // The next `length` bytes, all zero (a page never written).
+    void add_zeros(uint64_t length);
+    Statistics result() const;
+
+private:
+    void end_block();
+    Parameters p_;
+    uint64_t block_added_ = 0;  // bytes of the current block added so far
+    uint64_t block_set_ = 0;
+    uint64_t bits_set_ = 0;
+    double error_sum_ = 0;
+    double count_sum_ = 0;
+};
+
 // The text form of a filter is "\x" followed by the encoding in lower-case hex, as bytea prints.
 constexpr size_t text_length(size_t encoded_length) { return 2 + 2 * encoded_length; }
 void encode_hex(const uint8_t *data, size_t length, char *out);  // writes text_length() chars

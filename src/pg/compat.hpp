@@ -20,6 +20,7 @@ extern "C" {
 #include "access/toast_internals.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
+#include "catalog/pg_proc.h"
 #include "nodes/execnodes.h"
 #include "nodes/nodeFuncs.h"
 #include "storage/proc.h"
@@ -67,6 +68,15 @@ inline AclResult schema_aclcheck(Oid schema, Oid role, AclMode mode) {
     return object_aclcheck(NamespaceRelationId, schema, role, mode);
 #else
     return pg_namespace_aclcheck(schema, role, mode);
+#endif
+}
+
+// A role's privilege on a function: object_aclcheck from 16 on.
+inline AclResult function_aclcheck(Oid function, Oid role, AclMode mode) {
+#if PG_VERSION_NUM >= 160000
+    return object_aclcheck(ProcedureRelationId, function, role, mode);
+#else
+    return pg_proc_aclcheck(function, role, mode);
 #endif
 }
 

@@ -10,6 +10,7 @@ extern "C" {
 #include "access/table.h"
 #include "catalog/index.h"
 #include "catalog/namespace.h"
+#include "catalog/objectaccess.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_language.h"
 #include "catalog/pg_partitioned_table.h"
@@ -37,6 +38,13 @@ namespace bloomfilter {
 namespace {
 
 HTAB *index_checks;
+
+// Moves on at every change to a function, a role or a role's memberships in this backend's
+// catalog caches: another session's, taken in with its invalidations, or this transaction's own,
+// one a rolled-back subtransaction undid included. A privilege found before holds until it moves.
+uint64 privileges_generation = 1;
+
+void privileges_changed(Datum, int, uint32) { privileges_generation++; }
 
 // REINDEX CONCURRENTLY gives the old index the name `<name>_ccold` (then `_ccold1` ...) when it
 // swaps it with the new one, marks it not valid, and later not ready (no longer maintained).
@@ -338,6 +346,7 @@ void prepare_index_check(IndexCheck *check, Relation index) {
     table_close(heap, NoLock);
     check->column_type = getBaseType(TupleDescAttr(descriptor, check->column - 1)->atttypid);
     check->built_in_expression = expression_is_built_in(expressions);
+    add_executed_functions(expressions, &check->functions);
     // Not BuildIndexInfo(): it loads the relcache's copies of the expressions and predicate,
     // which the planner's constant folding makes as whoever loads them, here the caller, running
     // the owner's immutable functions with the caller's rights. FormIndexDatum needs the key's
@@ -362,6 +371,9 @@ IndexCheck *index_check(Relation index) {
         index_checks = hash_create("bloomfilter index checks", 16, &control,
                                    HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
         CacheRegisterRelcacheCallback(invalidate_index_checks, (Datum)0);
+        CacheRegisterSyscacheCallback(PROCOID, privileges_changed, (Datum)0);
+        CacheRegisterSyscacheCallback(AUTHOID, privileges_changed, (Datum)0);
+        CacheRegisterSyscacheCallback(AUTHMEMROLEMEM, privileges_changed, (Datum)0);
     }
     const Oid index_oid = RelationGetRelid(index);
     bool found;
@@ -453,6 +465,62 @@ bool runs_other_code(Node *node, void *context) {
 
 bool expression_is_built_in(Node *expression) {
     return expression != nullptr && !runs_other_code(expression, nullptr);
+}
+
+namespace {
+
+// The nodes whose function ExecInitExprRec checks EXECUTE on, before it builds their arguments.
+bool collect_executed_functions(Node *node, void *context) {
+    if (node == nullptr) return false;
+    List **functions = static_cast<List **>(context);
+    switch (nodeTag(node)) {
+        case T_FuncExpr:
+            *functions =
+                list_append_unique_oid(*functions, reinterpret_cast<FuncExpr *>(node)->funcid);
+            break;
+        case T_OpExpr:
+        case T_DistinctExpr:
+        case T_NullIfExpr: {
+            OpExpr *op = reinterpret_cast<OpExpr *>(node);
+            set_opfuncid(op);
+            *functions = list_append_unique_oid(*functions, op->opfuncid);
+            break;
+        }
+        case T_ScalarArrayOpExpr: {
+            ScalarArrayOpExpr *op = reinterpret_cast<ScalarArrayOpExpr *>(node);
+            set_sa_opfuncid(op);
+            *functions = list_append_unique_oid(*functions, op->opfuncid);
+            break;
+        }
+        default: break;
+    }
+    return walk_expression(node, collect_executed_functions, context);
+}
+
+}  // namespace
+
+void add_executed_functions(Node *expression, List **functions) {
+    collect_executed_functions(expression, functions);
+}
+
+void check_execute(IndexCheck *check) {
+    const Oid user = GetUserId();
+    // The same role as last time, with nothing changed since: a few nanoseconds, not a catalog
+    // look-up per function (unless a module, sepgsql say, wants to hear of each execution).
+    if (check->executable_by == user && check->executable_generation == privileges_generation &&
+        object_access_hook == nullptr)
+        return;
+    // Before the look-ups, which may take in invalidations: one taken in meanwhile moves it on.
+    const uint64 generation = privileges_generation;
+    ListCell *cell;
+    foreach (cell, check->functions) {
+        const Oid function = lfirst_oid(cell);
+        const AclResult result = function_aclcheck(function, user, ACL_EXECUTE);
+        if (result != ACLCHECK_OK) aclcheck_error(result, OBJECT_FUNCTION, get_func_name(function));
+        InvokeFunctionExecuteHook(function);
+    }
+    check->executable_by = user;
+    check->executable_generation = generation;
 }
 
 bool has_owner_privileges(Oid heap_owner) { return has_privs_of_role(GetUserId(), heap_owner); }

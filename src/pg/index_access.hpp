@@ -35,6 +35,14 @@ struct IndexCheck {
     bool built_in_expression;
     Oid column_type;  // of the value: the indexed column's, or the expression's column's
     Oid heap_owner;
+    // The functions the expression calls (add_executed_functions): the state below is built
+    // once and serves whoever checks next, so EXECUTE on them is checked at every evaluation
+    // (check_execute), as the executor checks it for every statement.
+    List *functions;
+    bool planned_functions;  // those of the planned expression (an inlined body's) added
+    // The role they were last found executable by, and privileges_generation then.
+    Oid executable_by;
+    uint64 executable_generation;
     IndexInfo *index_info;
     EState *estate;
     TupleTableSlot *slot;
@@ -122,6 +130,13 @@ bool has_owner_privileges(Oid heap_owner);
 // Errors unless the caller may have the owner's code run on rows of the table, as a maintenance
 // command may: its owner or a member of it, or (17 on) a role with MAINTAIN on it (42501).
 void check_may_maintain(Relation index, Oid heap_oid, const char *function);
+// Appends to *functions (once each, in the order the executor checks them) the functions whose
+// EXECUTE privilege the executor checks when it builds a state for the expression: those of
+// function calls and operators.
+void add_executed_functions(Node *expression, List **functions);
+// Errors as the executor does (42501, "permission denied for function ...") unless the current
+// user may execute each of the expression's functions.
+void check_execute(IndexCheck *check);
 // Whether an expression runs nothing but code built into PostgreSQL: functions, operators, casts
 // and types of pg_catalog implemented in C, no domain coercion, no sub-query.
 bool expression_is_built_in(Node *expression);

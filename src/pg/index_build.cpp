@@ -99,6 +99,14 @@ Parameters index_parameters(const BuildOptions &options) {
     return parameters;
 }
 
+// Twice the keys: room to grow before a layer is added (a rebuild by pg_restore, REINDEX,
+// VACUUM FULL or CLUSTER of a table past its capacity would otherwise add a layer twice its size
+// at the next writes).
+uint64_t first_layer_capacity(const BuildOptions &options, uint64_t keys) {
+    const uint64_t least = options.capacity > 0 ? uint64_t(options.capacity) : kMinimumCapacity;
+    return Max(least, 2 * keys);
+}
+
 namespace {
 
 void init_page(Page page, uint16_t flags) {
@@ -263,15 +271,6 @@ uint64_t slice_bytes_for(const Parameters &parameters) {
     const uint64_t unit = Max(uint64_t(bytes_per_page_for(parameters)), parameters.block_bytes());
     const uint64_t wanted = Min(uint64_t(1) << 20, uint64_t(maintenance_work_mem) * 1024 / 16);
     return Max(uint64_t(1), wanted / unit) * unit;
-}
-
-// The first layer of a layered index once its keys are counted: twice the keys (room to grow
-// before a layer is added: a rebuild by pg_restore, REINDEX, VACUUM FULL or CLUSTER of a table
-// past its capacity would otherwise add a layer twice its size at the next writes), at least
-// the capacity when one is given, else kMinimumCapacity.
-uint64_t first_layer_capacity(const BuildOptions &options, uint64_t keys) {
-    const uint64_t least = options.capacity > 0 ? uint64_t(options.capacity) : kMinimumCapacity;
-    return Max(least, 2 * keys);
 }
 
 void build_sorted(Relation heap, Relation index, IndexInfo *index_info, const BuildOptions &options,

@@ -281,6 +281,7 @@ Datum evaluate_expression(IndexCheck *check, Oid run_as, Datum column_value, boo
     ExecStoreVirtualTuple(slot);
     GetPerTupleExprContext(check->estate)->ecxt_scantuple = slot;
     const AsOwner saved = enter_as_owner(run_as);
+    check_execute(check);
     MemoryContext previous = MemoryContextSwitchTo(GetPerTupleMemoryContext(check->estate));
     Datum key;
     check->in_use = true;
@@ -293,6 +294,17 @@ Datum evaluate_expression(IndexCheck *check, Oid run_as, Datum column_value, boo
     }
     PG_END_TRY();
     check->in_use = false;
+    // The first evaluation planned the expression (as run_as) and checked EXECUTE on what the
+    // planner made of it, an inlined SQL function's body included: later ones check that too.
+    if (!check->planned_functions && check->index_info->ii_ExpressionsState != NIL) {
+        MemoryContextSwitchTo(check->context);
+        add_executed_functions(
+            reinterpret_cast<Node *>(
+                static_cast<ExprState *>(linitial(check->index_info->ii_ExpressionsState))->expr),
+            &check->functions);
+        check->planned_functions = true;
+        check->executable_by = InvalidOid;
+    }
     MemoryContextSwitchTo(previous);
     leave_as_owner(saved);
     return key;

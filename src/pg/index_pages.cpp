@@ -5,6 +5,7 @@
 #include "index_pages.hpp"
 
 #include <cmath>
+#include <type_traits>
 
 extern "C" {
 #include "access/genam.h"
@@ -583,7 +584,12 @@ bool index_contains(Relation index, KeyHash h) {
     return false;
 }
 
-void copy_index_bits(Relation index, const FilterPages &filter, bool layered, uint8_t *bits) {
+namespace {
+
+// Each data page of a filter, share-locked and checked: use(page, byte offset, bytes of bits),
+// called under the lock (a new page holds no bits yet: PageIsNew).
+template <typename Use>
+void for_each_data_page(Relation index, const FilterPages &filter, bool layered, Use use) {
     const uint64_t bits_bytes = filter.bits_bytes();
     for (uint32_t n = 0; n < filter.data_pages; n++) {
         CHECK_FOR_INTERRUPTS();
@@ -591,13 +597,34 @@ void copy_index_bits(Relation index, const FilterPages &filter, bool layered, ui
         const uint64_t length = Min(uint64_t(filter.bytes_per_page), bits_bytes - begin);
         Buffer buffer = ReadBuffer(index, filter.first_block + n);
         LockBuffer(buffer, BUFFER_LOCK_SHARE);
-        Page page = checked_page(index, buffer, layered);
+        use(checked_page(index, buffer, layered), begin, length);
+        UnlockReleaseBuffer(buffer);
+    }
+}
+
+}  // namespace
+
+void copy_index_bits(Relation index, const FilterPages &filter, bool layered, uint8_t *bits) {
+    for_each_data_page(index, filter, layered, [bits](Page page, uint64_t begin, uint64_t length) {
         if (PageIsNew(page))
             memset(bits + begin, 0, length);
         else
             memcpy(bits + begin, page_bits(page), length);
-        UnlockReleaseBuffer(buffer);
-    }
+    });
+}
+
+Statistics filter_statistics(Relation index, const FilterPages &filter, bool layered) {
+    static_assert(std::is_trivially_destructible<StatisticsSum>::value,
+                  "an error (a longjmp) may leave it behind");
+    StatisticsSum sum(filter.parameters);
+    // Counted under the lock, as copy_index_bits copies: not even the page is copied.
+    for_each_data_page(index, filter, layered, [&sum](Page page, uint64_t, uint64_t length) {
+        if (PageIsNew(page))
+            sum.add_zeros(length);
+        else
+            sum.add(page_bits(page), length);
+    });
+    return sum.result();
 }
 
 void changed_pages(Relation index, const FilterPages &filter, bool layered, XLogRecPtr since,

@@ -86,6 +86,10 @@ BuildOptions build_options(Relation index);
 // rows are counted).
 Parameters index_parameters(const BuildOptions &options);
 
+// The keys a layered index's layer 0 is built for, given the keys the build finds: twice them, at
+// least the capacity given (else kMinimumCapacity).
+uint64_t first_layer_capacity(const BuildOptions &options, uint64_t keys);
+
 // ambuild (index_build.cpp).
 IndexBuildResult *bloom_am_build(Relation heap, Relation index, IndexInfo *index_info);
 
@@ -215,6 +219,10 @@ uint64_t count_bits(const uint8_t *bytes, uint32_t length);
 // Copies a filter's bits (bits_bytes() of them) out of its data pages: the filter of a layout 1
 // index, or a layer of a layered one (`layered`: its pages may be new, holding no bit).
 void copy_index_bits(Relation index, const FilterPages &filter, bool layered, uint8_t *bits);
+
+// statistics() of a filter's bits (those copy_index_bits copies), counted a page at a time in
+// its buffer: no copy of the filter, whatever its size.
+Statistics filter_statistics(Relation index, const FilterPages &filter, bool layered);
 
 // Calls use(arg, begin, bytes, length) for each data page of `filter` (as copy_index_bits)
 // changed by a WAL record past `since`, with the page's bits, which begin `begin` bytes into the

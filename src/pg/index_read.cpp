@@ -173,43 +173,6 @@ extern "C" Datum bloom_index_filter(PG_FUNCTION_ARGS) {
     PG_RETURN_POINTER(result);
 }
 
-namespace {
-
-// A layer's pages' bits counted: the bits set and the layer's error rate estimated from them
-// (the mean over its blocks of fill^k, as bloom_info estimates a filter's).
-void layer_bits(Relation index, const FilterPages &layer, bool layered, uint64_t *set,
-                double *error_rate) {
-    uint8_t *bits = static_cast<uint8_t *>(palloc(layer.bytes_per_page));
-    const uint64_t bits_bytes = layer.bits_bytes();
-    const Parameters &p = layer.parameters;
-    const uint64_t block_bytes = p.block_bytes();
-    double error_sum = 0;
-    *set = 0;
-    for (uint32_t n = 0; n < layer.data_pages; n++) {
-        CHECK_FOR_INTERRUPTS();
-        const uint64_t begin = uint64_t(n) * layer.bytes_per_page;
-        const uint32_t length = uint32_t(Min(uint64_t(layer.bytes_per_page), bits_bytes - begin));
-        Buffer buffer = ReadBuffer(index, layer.first_block + n);
-        LockBuffer(buffer, BUFFER_LOCK_SHARE);
-        Page page = BufferGetPage(buffer);
-        const bool empty = PageIsNew(page);
-        if (!empty) memcpy(bits, page_bits(page), length);
-        UnlockReleaseBuffer(buffer);
-        if (empty) continue;
-        for (uint64_t b = 0; b + block_bytes <= length; b += block_bytes) {
-            uint64_t block_set = 0;
-            for (uint64_t i = 0; i < block_bytes; i++)
-                block_set += uint64_t(__builtin_popcount(bits[b + i]));
-            *set += block_set;
-            error_sum += pow(double(block_set) / double(8 * block_bytes), double(p.hashes));
-        }
-    }
-    *error_rate = error_sum / p.blocks;
-    pfree(bits);
-}
-
-}  // namespace
-
 // bloom_index_layers(index): the index's layers (one for an index of fixed size): each one's
 // capacity, error rate, size, the keys the build added to it, its first block and pages, the
 // pages past its fill at capacity, its bits set and the error rate estimated from them.
@@ -239,9 +202,7 @@ extern "C" Datum bloom_index_layers(PG_FUNCTION_ARGS) {
     }
     for (uint32_t n = 0; n < layout.layer_count; n++) {
         const FilterPages &layer = layout.layers[n];
-        uint64_t set;
-        double estimated;
-        layer_bits(index, layer, layered, &set, &estimated);
+        const Statistics stats = filter_statistics(index, layer, layered);
         Datum values[10] = {Int32GetDatum(int32(n)),
                             Int64GetDatum(int64(layer.parameters.capacity)),
                             Float8GetDatum(layer.parameters.error_rate),
@@ -250,8 +211,8 @@ extern "C" Datum bloom_index_layers(PG_FUNCTION_ARGS) {
                             Int64GetDatum(int64(layer.first_block)),
                             Int64GetDatum(int64(layer.data_pages)),
                             Int64GetDatum(int64(full_pages[n])),
-                            Float8GetDatum(double(set) / double(layer.parameters.bits())),
-                            Float8GetDatum(estimated)};
+                            Float8GetDatum(stats.fill),
+                            Float8GetDatum(stats.estimated_error_rate)};
         bool nulls[10] = {false};
         nulls[7] = !layered;
         tuplestore_putvalues(result->setResult, result->setDesc, values, nulls);
@@ -261,18 +222,6 @@ extern "C" Datum bloom_index_layers(PG_FUNCTION_ARGS) {
 }
 
 namespace {
-
-// One filter of the index (layout 1's, or a layer) copied out with its header, as a bloom
-// value's bytes, and its statistics as bloom_info computes them.
-Statistics filter_statistics(Relation index, const FilterPages &filter, bool layered) {
-    uint8_t *bytes =
-        static_cast<uint8_t *>(palloc_extended(filter.parameters.encoded_bytes(), MCXT_ALLOC_HUGE));
-    write_header(filter.parameters, bytes);
-    copy_index_bits(index, filter, layered, bytes + kHeaderBytes);
-    const Statistics stats = statistics(bytes, Header{filter.parameters, 0});
-    pfree(bytes);
-    return stats;
-}
 
 // 2.1's needs_rebuild for a filter of fixed size: its estimated rate past 1.05 x its error rate,
 // or more keys than its capacity by more than the count estimate's own error (its bias, about
@@ -294,7 +243,9 @@ bool fixed_needs_rebuild(const Parameters &p, const Statistics &stats) {
 // absent from every layer (as bloom_info of its layered value, without making that value, which
 // may be too large for one), `needs_rebuild` when that rate is past 1.05 x error_rate, and
 // advice 'compact' when it has more than one layer: a check reads a page per layer, and REINDEX
-// makes one, sized for the rows.
+// makes one, sized for the rows. `keys_beyond_rows`: the keys the filter holds (its estimated
+// count) past the index's rows as VACUUM last counted them (pg_class.reltuples), which a rebuild
+// drops; 'compact' too when a REINDEX would make a layered index half its size or less.
 extern "C" Datum bloom_index_info(PG_FUNCTION_ARGS) {
     Relation index = open_filter_index(PG_GETARG_OID(0), "bloom_index_info");
     // A copy: reading the pages must not reload the relcache entry under it.
@@ -324,7 +275,16 @@ extern "C" Datum bloom_index_info(PG_FUNCTION_ARGS) {
     } else {
         error_rate = layout.first().parameters.error_rate;
     }
-    const char *advice = needs_rebuild ? "rebuild" : layout.layer_count > 1 ? "compact" : nullptr;
+    // Rows as VACUUM (or the build) counted them: unknown before either.
+    const double rows = double(index->rd_rel->reltuples);
+    const bool rows_known = rows >= 0;
+    const double beyond = rows_known ? Max(0.0, estimated_count - rows) : 0;
+    const bool shrinks = layered && rows_known &&
+                         double(capacity) >= 2.0 * double(first_layer_capacity(build_options(index),
+                                                                               uint64_t(rows)));
+    const char *advice = needs_rebuild                                       ? "rebuild"
+                         : layout.layer_count > 1 || (beyond > 0 && shrinks) ? "compact"
+                                                                             : nullptr;
     index_close(index, NoLock);
 
     TupleDesc descriptor;
@@ -334,10 +294,11 @@ extern "C" Datum bloom_index_info(PG_FUNCTION_ARGS) {
                                "record")));
     descriptor = BlessTupleDesc(descriptor);
     const int64 max = PG_INT64_MAX;
-    Datum values[13] = {
+    Datum values[14] = {
         Int64GetDatum(capacity > uint64_t(max) ? max : int64(capacity)),
         Float8GetDatum(error_rate),
         Int64GetDatum(int64(bits)),
+        // A layered index: layer 0's (each layer has its own number of hashes).
         Int32GetDatum(int32(layout.first().parameters.hashes)),
         Int64GetDatum(int64(VARHDRSZ + bytes)),
         Int64GetDatum(layout.inserted_by_build > uint64_t(max) ? max
@@ -349,9 +310,10 @@ extern "C" Datum bloom_index_info(PG_FUNCTION_ARGS) {
         BoolGetDatum(needs_rebuild),
         Int32GetDatum(int32(layout.layer_count)),
         advice != nullptr ? CStringGetTextDatum(advice) : Datum(0),
+        Int64GetDatum(beyond >= double(max) ? max : int64(llround(beyond))),
     };
-    bool nulls[13] = {false};
-    nulls[3] = layered;  // each layer has its own number of hashes
+    bool nulls[14] = {false};
     nulls[12] = advice == nullptr;
+    nulls[13] = !rows_known;
     PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(descriptor, values, nulls)));
 }

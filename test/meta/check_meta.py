@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Checks META.json against the PGXN Meta Spec 1.0.0 and against the project: the version matches
-bloomfilter.control and debian/changelog, and every file it names exists. No network.
+bloomfilter.control and debian/changelog, the Debian package files README.md names are of that
+version, and every file it names exists. No network.
   test/meta/check_meta.py [META.json]   exits 1 with one line per problem
   test/meta/check_meta.py --self-test   checks that broken copies of META.json are refused
 """
@@ -210,15 +211,38 @@ def check_project(meta, root):
     except (OSError, AttributeError):
         problem("bloomfilter.control: no default_version found")
     changelog = os.path.join(root, "debian", "changelog")
+    package_version = version
     if os.path.isfile(changelog):
         with open(changelog) as f:
             first = f.readline()
         m = re.match(r"^\S+ \(([^)-]+)(-[^)]*)?\)", first)
         if not m or m.group(1) != version:
             problem(f"debian/changelog: its first entry is not version {version}")
+        elif m:
+            package_version = m.group(1) + (m.group(2) or "")
+    readme = os.path.join(root, "README.md")
+    if os.path.isfile(readme):
+        with open(readme) as f:
+            check_readme(f.read(), package_version)
     for key in ("repository", "bugtracker"):
         if key not in meta.get("resources", {}):
             problem(f"resources.{key}: missing")
+
+
+# A Debian package file as make deb names it: postgresql-15-bloomfilter_2.2.0_amd64.deb.
+DEB_FILE = re.compile(r"postgresql-\d+-bloomfilter_([^_\s`]+)_[a-z0-9]+\.deb")
+
+
+def check_readme(text, package_version):
+    """Every package file README.md names (its install line) is of the version being released:
+    debian/changelog's, whose upstream part is META.json's version."""
+    names = DEB_FILE.findall(text)
+    if not names:
+        problem("README.md: names no postgresql-NN-bloomfilter_<version>_<arch>.deb to install")
+    for named in names:
+        if named != package_version:
+            problem(f"README.md: installs a package of version {named}, but make deb builds "
+                    f"{package_version} (debian/changelog, META.json)")
 
 
 # Broken variants of a valid META.json, each of which must be refused.
@@ -252,8 +276,16 @@ def self_test(path):
         if not problems:
             print(f"self-test: {name}: not refused", file=sys.stderr)
             failed = 1
+    # A README naming another version's package, or none.
+    for name, text in {"README names an old package": "sudo apt install ./postgresql-15-bloomfilter_0.0.1_amd64.deb",
+                       "README names no package": "make install"}.items():
+        problems.clear()
+        check_readme(text, valid.get("version"))
+        if not problems:
+            print(f"self-test: {name}: not refused", file=sys.stderr)
+            failed = 1
     problems.clear()
-    print(f"self-test: {len(BREAKAGES)} broken variants of {path}, "
+    print(f"self-test: {len(BREAKAGES) + 2} broken variants of {path}, "
           f"{'all refused' if not failed else 'NOT all refused'}")
     return failed
 

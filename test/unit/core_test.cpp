@@ -1113,6 +1113,105 @@ TEST(Statistics, Filled) {
     }
 }
 
+// statistics() as it was computed before StatisticsSum, over a whole filter: the sum must give
+// these numbers bit for bit.
+Statistics statistics_whole(const uint8_t *data, const Header &header) {
+    Statistics stats;
+    const Parameters &p = header.parameters;
+    const double k = p.hashes, block_bits = double(uint64_t(1) << p.block_log2);
+    const uint64_t words = p.block_bytes() / 8;
+    double error_sum = 0, count_sum = 0;
+    for (uint32_t b = 0; b < p.blocks; b++) {
+        const uint8_t *block = data + block_offset(b, p.block_log2);
+        uint64_t set = 0;
+        for (uint64_t w = 0; w < words; w++) {
+            uint64_t word;
+            std::memcpy(&word, block + 8 * w, 8);
+            set += uint64_t(__builtin_popcountll(word));
+        }
+        stats.bits_set += set;
+        double fill = double(set) / block_bits;
+        error_sum += std::pow(fill, k);
+        count_sum += set == uint64_t(block_bits) ? std::numeric_limits<double>::infinity()
+                                                 : -(block_bits / k) * std::log1p(-fill);
+    }
+    stats.fill = double(stats.bits_set) / double(p.bits());
+    stats.estimated_error_rate = error_sum / p.blocks;
+    stats.estimated_count = count_sum;
+    return stats;
+}
+
+// The same doubles, bit for bit (infinities included).
+void expect_same_statistics(const Statistics &a, const Statistics &b, const std::string &what) {
+    EXPECT_EQ(a.bits_set, b.bits_set) << what;
+    EXPECT_EQ(std::memcmp(&a.fill, &b.fill, sizeof(double)), 0) << what;
+    EXPECT_EQ(std::memcmp(&a.estimated_count, &b.estimated_count, sizeof(double)), 0) << what;
+    EXPECT_EQ(std::memcmp(&a.estimated_error_rate, &b.estimated_error_rate, sizeof(double)), 0)
+        << what;
+}
+
+// Slices of every size an index gives (a page's bytes, 4096 of a block spanning pages, the
+// shorter last page) and odd ones, over filters of small and spanning blocks, empty, filled,
+// over-filled and with full blocks.
+TEST(Statistics, SumOfSlices) {
+    struct Case {
+        uint64_t capacity;
+        double error_rate;
+        uint64_t keys;
+        bool full_block;
+    };
+    for (const Case c : {Case{1, 0.5, 0, false}, Case{1000, 0.01, 0, false},
+                         Case{1000, 0.01, 1000, false}, Case{50000, 0.01, 150000, true},
+                         Case{20000, 1e-6, 20000, false}, Case{3000, 1e-9, 9000, true}}) {
+        Filter f(c.capacity, c.error_rate);
+        SeedKey key;
+        for (uint64_t i = 0; i < c.keys; i++) f.ref().add(key.hash(i));
+        if (c.full_block)
+            std::fill(f.bytes.begin() + kHeaderBytes,
+                      f.bytes.begin() + kHeaderBytes + f.parameters.block_bytes(), 0xff);
+        const Header header = f.header();
+        const Statistics reference = statistics_whole(f.bytes.data(), header);
+        const std::string what = std::to_string(c.capacity) + " at " +
+                                 std::to_string(c.error_rate) + ", " + std::to_string(c.keys) +
+                                 " keys, block " + std::to_string(f.parameters.block_bytes());
+        expect_same_statistics(statistics(f.bytes.data(), header), reference, what);
+        const uint8_t *bits = f.bytes.data() + kHeaderBytes;
+        for (uint64_t slice : {uint64_t(1), uint64_t(7), uint64_t(8), uint64_t(4096),
+                               uint64_t(8152), f.parameters.block_bytes(), uint64_t(100003)}) {
+            StatisticsSum sum(f.parameters);
+            for (uint64_t begin = 0; begin < f.bit_bytes(); begin += slice)
+                sum.add(bits + begin, std::min(slice, f.bit_bytes() - begin));
+            expect_same_statistics(sum.result(), reference,
+                                   what + ", slices of " + std::to_string(slice));
+        }
+    }
+}
+
+// A page never written adds what zeros add.
+TEST(Statistics, SumOfZeros) {
+    Filter f(20000, 1e-6);
+    SeedKey key;
+    for (uint64_t i = 0; i < 5000; i++) f.ref().add(key.hash(i));
+    uint8_t *bits = f.bytes.data() + kHeaderBytes;
+    // The middle third zeroed, from an offset inside a block.
+    const uint64_t zero_begin = f.bit_bytes() / 3 + 5, zero_end = 2 * f.bit_bytes() / 3 + 11;
+    std::fill(bits + zero_begin, bits + zero_end, 0);
+    const Statistics reference = statistics_whole(f.bytes.data(), f.header());
+    StatisticsSum sum(f.parameters);
+    sum.add(bits, zero_begin);
+    for (uint64_t begin = zero_begin; begin < zero_end; begin += 4096)
+        sum.add_zeros(std::min<uint64_t>(4096, zero_end - begin));
+    sum.add(bits + zero_end, f.bit_bytes() - zero_end);
+    expect_same_statistics(sum.result(), reference, "a third zeros");
+    StatisticsSum empty(f.parameters);
+    empty.add_zeros(f.bit_bytes());
+    const Statistics none = empty.result();
+    EXPECT_EQ(none.bits_set, 0u);
+    EXPECT_EQ(none.fill, 0.0);
+    EXPECT_EQ(none.estimated_count, 0.0);
+    EXPECT_EQ(none.estimated_error_rate, 0.0);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Hex text
 

@@ -27,6 +27,8 @@ interface PlaceExports {
   memory: Memory;
   bloom_place_v1: Place;
   bloom_place_v2: Place;
+  bloom_place_layers: (keys: number, offsets: number, count: number, scratch: number, layers: number,
+    layerCount: number, out: number) => void;
   __heap_base: { readonly value: number };
 }
 
@@ -249,5 +251,19 @@ export class KeyBatch {
     this.reserve(scratch + 3 * this.longest);
     const place = version === 1 ? this.exports.bloom_place_v1 : this.exports.bloom_place_v2;
     place(this.keysAt, this.offsetsAt, this.count, scratch, blocks, blockLog2, hashes, this.outAt);
+  }
+
+  /** Hashes this call's keys once and places them in each layer of a layered value (of less
+   * than 2^29 bytes): `layers` holds a (blocks, blockLog2, hashes, start) quadruple per layer,
+   * start the byte where its blocks begin, in the order they are to be tested; out holds for key
+   * i (at outAt / 4 + i * the sum of the hashes) the number in the value of each of its bits,
+   * layer after layer. begin() is given that sum. */
+  placeLayers(layers: Uint32Array): void {
+    const scratch = (this.position + 7) & ~7;
+    const layersAt = (scratch + 3 * this.longest + 3) & ~3;
+    this.reserve(layersAt + 4 * layers.length);
+    this.u32.set(layers, layersAt >>> 2);
+    this.exports.bloom_place_layers(this.keysAt, this.offsetsAt, this.count, scratch, layersAt, layers.length / 4,
+      this.outAt);
   }
 }

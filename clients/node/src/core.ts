@@ -122,6 +122,10 @@ const KEY_TYPES: readonly string[] = ["text", "bytea", "bigint", "uuid"];
 // The hasher of containsMany, made at its first call (it compiles a WebAssembly module).
 let keyBatch: KeyBatch | undefined;
 
+function theKeyBatch(): KeyBatch {
+  return keyBatch ??= new KeyBatch((key, keyType) => hashInput(key as Key, keyType as KeyType | undefined), Uuid);
+}
+
 function unknownKeyType(type: unknown): TypeError {
   return new TypeError(`unknown key type ${JSON.stringify(type)}: text, bytea, bigint or uuid`);
 }
@@ -452,7 +456,10 @@ export interface Info {
   hashes: number | null;
   /** The value's size, with PostgreSQL's 4-byte length word. */
   bytes: number;
-  inserted: bigint;
+  /** Keys added, duplicates included: a number, so that JSON.stringify(info()) works (exact up
+   * to Number.MAX_SAFE_INTEGER, 2^53 - 1; a saturated count is rounded). filter.inserted is the
+   * exact bigint. */
+  inserted: number;
   bitsSet: number;
   fill: number;
   estimatedCount: number;
@@ -680,9 +687,9 @@ export class Filter {
   containsMany(keys: Iterable<Key>, type?: KeyType): boolean[] {
     const list: readonly Key[] = Array.isArray(keys) ? keys : Array.from(keys);
     if (type !== undefined && !KEY_TYPES.includes(type)) throw unknownKeyType(type);
-    if (this.version === FORMAT_VERSION_LAYERED) return list.map((key) => this.contains(key, type));
+    if (this.version === FORMAT_VERSION_LAYERED) return this.layersContainMany(list, type);
     const answers = new Array<boolean>(list.length);
-    const batch = (keyBatch ??= new KeyBatch((key, keyType) => hashInput(key as Key, keyType as KeyType | undefined), Uuid));
+    const batch = theKeyBatch();
     const d = this.data, hashes = this.hashes, stride = 1 + hashes, blockBytes = this.blockBytes;
     for (let start = 0; start < list.length;) {
       batch.begin(hashes);
@@ -698,6 +705,52 @@ export class Filter {
             present = false;
             break;
           }
+        }
+        answers[i] = present;
+      }
+      start = end;
+    }
+    return answers;
+  }
+
+  /** containsMany of a layered value: each key hashed once and placed in every layer by the
+   * module (src/batch.ts), then tested in each layer, the newest first, until one holds it, as
+   * layersContain() does. */
+  private layersContainMany(list: readonly Key[], type: KeyType | undefined): boolean[] {
+    const count = this.layers.length, d = this.data;
+    // The module numbers a key's bits in the value in 32 bits.
+    if (d.byteLength >= 2 ** 29) return list.map((key) => this.contains(key, type));
+    const answers = new Array<boolean>(list.length);
+    const batch = theKeyBatch();
+    // Per layer, the newest first: its (blocks, blockLog2, hashes, first byte of its blocks).
+    const layers = new Uint32Array(4 * count), hashes = new Uint32Array(count);
+    let stride = 0;
+    for (let n = 0; n < count; n++) {
+      const layer = this.layers[count - 1 - n];
+      layers.set([layer.blocks, layer.blockLog2, layer.hashes, layer.offset + HEADER_BYTES], 4 * n);
+      hashes[n] = layer.hashes;
+      stride += layer.hashes;
+    }
+    for (let start = 0; start < list.length;) {
+      batch.begin(stride);
+      const end = batch.add(list, start, type);
+      batch.placeLayers(layers);
+      const out = batch.u32;
+      for (let i = start, q = batch.outAt >>> 2; i < end; i++, q += stride) {
+        let present = false;
+        for (let n = 0, first = q; n < count; n++) {
+          const last = first + hashes[n];
+          let j = first;
+          while (j < last) {
+            const bit = out[j];
+            if ((d[bit >>> 3] & (1 << (bit & 7))) === 0) break;
+            j++;
+          }
+          if (j === last) {
+            present = true;
+            break;
+          }
+          first = last;
         }
         answers[i] = present;
       }
@@ -793,7 +846,7 @@ export class Filter {
     const bits = this.blocks * blockBits;
     return {
       capacity: this.capacity, errorRate: this.errorRate, bits, hashes: this.hashes,
-      bytes: this.data.byteLength + 4, inserted: this.inserted, bitsSet, fill: bitsSet / bits,
+      bytes: this.data.byteLength + 4, inserted: Number(this.inserted), bitsSet, fill: bitsSet / bits,
       estimatedCount: countSum, estimatedErrorRate: errorSum / this.blocks,
     };
   }
@@ -819,7 +872,7 @@ export class Filter {
       absent *= 1.0 - errorSum / layer.blocks;
     }
     return {
-      capacity, errorRate: this.errorRate, bits, hashes: null, bytes: this.data.byteLength + 4, inserted: this.inserted,
+      capacity, errorRate: this.errorRate, bits, hashes: null, bytes: this.data.byteLength + 4, inserted: Number(this.inserted),
       bitsSet: setTotal, fill: setTotal / bits, estimatedCount: countSum, estimatedErrorRate: 1.0 - absent,
     };
   }
@@ -851,6 +904,17 @@ export class Filter {
   /** The bits set in bytes [start, end) of the byte format. For IndexFollower. @internal */
   bitsSetIn(start: number, end: number): number {
     return bitsSet(this.data, start, end);
+  }
+
+  /** A layered header (bloom_index_changes' first row) of this layered value's index after it
+   * added layers: the same expansion, layer 0's capacity, error rate and build's keys, and more
+   * layers. @internal */
+  grewInto(header: Uint8Array): boolean {
+    if (this.version !== FORMAT_VERSION_LAYERED || header.byteLength < HEADER_BYTES) return false;
+    const count = (bytes: Uint8Array) => bytes[6] | (bytes[7] << 8);
+    return Buffer.compare(header.subarray(0, 6), this.data.subarray(0, 6)) === 0
+      && Buffer.compare(header.subarray(8, HEADER_BYTES), this.data.subarray(8, HEADER_BYTES)) === 0
+      && count(header) > count(this.data);
   }
 
   /** The first 28 bytes of the header: the parameters, without `inserted`. @internal */

@@ -157,9 +157,10 @@ interface IndexState extends Described {
   overCapacity: boolean;
 }
 
-/** Why a filter was read whole again: a new connection, another index under the name or new
- * parameters (REINDEX, drop and create), or reload(). */
-export type ReloadReason = "reconnect" | "rebuilt" | "requested";
+/** Why a filter was read whole again: a new connection, a layer added to an index that grows
+ * ("grown": the same index, nothing to alert on), another index under the name or new
+ * parameters ("rebuilt": REINDEX, drop and create), or reload(). */
+export type ReloadReason = "reconnect" | "grown" | "rebuilt" | "requested";
 
 /** The follower's events and what their listeners receive. A listener that throws (or returns a
  * promise that rejects) is reported with process.emitWarning and counted in stats().listenerErrors;
@@ -939,10 +940,11 @@ export class IndexFollower extends EventEmitter implements IndexChecker {
     const bytes = rows.reduce((sum, row) => sum + row.bytes.length, 0);
     const first = rows[0];
     if (first.oid !== state.oid || Number(first.byte_offset) !== 0 || !state.filter.parametersEqual(first.bytes)) {
-      // Another index under the name (REINDEX CONCURRENTLY, or dropped and created) or new
-      // parameters: read it whole. Until the new copy is complete (and if reading it fails)
-      // contains() answers from the current one, as of the last refresh.
-      const [loadRows, loadBytes] = await this.load(i, "rebuilt");
+      // Another index under the name (REINDEX CONCURRENTLY, or dropped and created), new
+      // parameters, or a layer added: read it whole. Until the new copy is complete (and if
+      // reading it fails) contains() answers from the current one, as of the last refresh.
+      const grown = first.oid === state.oid && Number(first.byte_offset) === 0 && state.filter.grewInto(first.bytes);
+      const [loadRows, loadBytes] = await this.load(i, grown ? "grown" : "rebuilt");
       return [rows.length + loadRows, bytes + loadBytes];
     }
     const filter = state.filter;

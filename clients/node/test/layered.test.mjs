@@ -46,10 +46,11 @@ describe("layered values", { skip: !HAVE_SERVER && "no server: set PGHOST (test/
       const { rows: [info] } = await conn.query({ text: "SELECT (bloom_info($1::bytea::bloom)).*", values: [data] });
       const mine = f.info();
       assert.deepEqual(
-        [Number(info.capacity), info.error_rate, Number(info.bits), info.hashes, Number(info.bytes), BigInt(info.inserted),
+        [Number(info.capacity), info.error_rate, Number(info.bits), info.hashes, Number(info.bytes), Number(info.inserted),
           Number(info.bits_set), info.fill, info.estimated_count, info.estimated_error_rate],
         [mine.capacity, mine.errorRate, mine.bits, mine.hashes, mine.bytes, mine.inserted, mine.bitsSet, mine.fill,
           mine.estimatedCount, mine.estimatedErrorRate]);
+      assert.deepEqual(JSON.parse(JSON.stringify(mine)), { ...mine }); // JSON-safe, hashes null
     }
   });
 
@@ -128,6 +129,35 @@ describe("layered values", { skip: !HAVE_SERVER && "no server: set PGHOST (test/
       assert.equal(usage.needsRebuild, false);
       console.log(`# ${refreshes} refreshes, ${follower.reloads} reloads, layers seen ${[...layersSeen].sort((a, b) => a - b)}, `
         + `${checked} keys checked, ${committed.length} committed`);
+    } finally {
+      await follower.close();
+    }
+  });
+  test("reload reasons: a layer added is \"grown\", REINDEX \"rebuilt\"; stats() sums the layers", async () => {
+    const [table, index] = await grownTable(500);
+    const follower = await IndexFollower.open(() => db.client(), index, { start: false });
+    const reasons = [];
+    follower.on("reload", (info) => reasons.push(info.reason));
+    const checkStats = async () => {
+      const [usage] = follower.stats().indexes;
+      const { rows: [info] } = await conn.query({ text: "SELECT (bloom_index_info($1)).*", values: [index] });
+      assert.equal(usage.capacity, Number(info.capacity));
+      assert.ok(Math.abs(usage.estimatedCount - info.estimated_count) <= 1e-9 * info.estimated_count,
+        `estimatedCount ${usage.estimatedCount}, bloom_index_info ${info.estimated_count}`);
+    };
+    try {
+      await conn.query(`INSERT INTO ${table} (email) SELECT 'g' || i || '@mail.com' FROM generate_series(1, 2000) i`);
+      assert.ok((await layerCount(conn, index)) >= 3);
+      await follower.refresh();
+      assert.deepEqual(reasons, ["grown"]);
+      await checkStats();
+      await conn.query(`REINDEX INDEX ${index}`);
+      await follower.refresh();
+      await conn.query(`REINDEX INDEX CONCURRENTLY ${index}`);
+      await follower.refresh();
+      assert.deepEqual(reasons, ["grown", "rebuilt", "rebuilt"]);
+      await checkStats();
+      assert.ok(follower.containsMany(Array.from({ length: 2000 }, (_, i) => `g${i + 1}@mail.com`)).every(Boolean));
     } finally {
       await follower.close();
     }

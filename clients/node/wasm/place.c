@@ -110,6 +110,40 @@ void bloom_place_v2(const uint8_t *keys, const uint32_t *offsets, uint32_t count
     }
 }
 
+/* A layered value (format version 3): its layers are version 2 filters, placing a key from the
+ * same h, hashed once. `layers` holds layer_count (blocks, block_log2, hashes, start) quadruples,
+ * start the byte of the value where the layer's blocks begin, in the order the caller tests them.
+ * For each key, out receives, layer after layer, the number in the value of each of its bits
+ * (8 x its block's first byte + its position): sum(hashes) words per key, for a value of less
+ * than 2^29 bytes. */
+__attribute__((export_name("bloom_place_layers")))
+void bloom_place_layers(const uint8_t *keys, const uint32_t *offsets, uint32_t count, uint8_t *scratch,
+                        const uint32_t *layers, uint32_t layer_count, uint32_t *out)
+{
+    enum { KEPT = 64 };
+    uint64_t multipliers[KEPT];
+    uint32_t most = 0;
+    for (uint32_t n = 0; n < layer_count; n++)
+        if (layers[4 * n + 2] > most)
+            most = layers[4 * n + 2];
+    for (uint32_t j = 0; j < most && j < KEPT; j++)
+        multipliers[j] = fin((uint64_t) (j + 1) * 0x9e3779b97f4a7c15ULL) | 1;
+    for (uint32_t i = 0; i < count; i++) {
+        size_t length;
+        const uint8_t *key = key_bytes(keys, offsets, i, scratch, &length);
+        uint64_t h = XXH3_64bits(key, length);
+        for (uint32_t n = 0; n < layer_count; n++) {
+            const uint32_t *layer = layers + 4 * n;
+            uint32_t shift = 64 - layer[1], hashes = layer[2];
+            uint32_t first = (layer[3] + block_of(h, layer[0]) * (1u << (layer[1] - 3))) * 8;
+            for (uint32_t j = 0; j < hashes; j++) {
+                uint64_t m = j < KEPT ? multipliers[j] : fin((uint64_t) (j + 1) * 0x9e3779b97f4a7c15ULL) | 1;
+                *out++ = first + (uint32_t) ((h * m) >> shift);
+            }
+        }
+    }
+}
+
 /* Format version 1: XXH3_128 (low, high); block = high * blocks >> 64; positions fin(g) >> shift
  * for g = low, low + step, ..., step = (high rotated by 32) | 1. */
 __attribute__((export_name("bloom_place_v1")))

@@ -26,7 +26,7 @@ import uuid
 
 import xxhash
 
-__all__ = ["BatchCheck", "MIN_KEYS"]
+__all__ = ["BatchCheck", "Layer", "MIN_KEYS"]
 
 CHUNK = 1024          # keys per pass, so that the pass's ints stay in the CPU's caches
 MIN_KEYS = 32         # fewer keys: a loop of contains() costs less than a pass's setup
@@ -107,13 +107,17 @@ class BatchCheck:
     """The batch check of one filter: call it with a list of keys' digests (self.digest: for
     version 2 xxh3_64_digest, for version 1 xxh3_128_digest), get a list of bools."""
 
-    def __init__(self, f):
+    def __init__(self, f, start=None):
+        """f: a Filter, or a layer of a layered value (Layer); start: the byte of f._data where
+        its blocks begin, if not after one header."""
         self.filter = f
         self.version = f.version
         self.digest = xxhash.xxh3_64_digest if f.version == 2 else xxhash.xxh3_128_digest
         self.shift = 64 - f.block_log2
         (self.low, self.one, self.block, self.header, self.byte_offsets, self.fields,
          self.used) = _constants(f.block_log2)
+        if start is not None:
+            self.header = self.one * (8 * start)
         self.multipliers = f._multipliers
         self.hashes = f.hashes
 
@@ -206,3 +210,31 @@ class BatchCheck:
             z = (z * 0x94D049BB133111EB) & low
             yield z ^ (z >> 31)
             g = (g + step) & low
+
+
+class Layer:
+    """A layer of a layered value as BatchCheck reads a filter: a version 2 filter whose blocks
+    are in the value's bytes (`data`, shared, which a follower changes in place)."""
+
+    __slots__ = ("version", "block_log2", "blocks", "hashes", "_multipliers", "_data")
+
+    def __init__(self, data, hashes, block_log2, blocks, multipliers):
+        self.version = 2
+        self.block_log2, self.blocks, self.hashes = block_log2, blocks, hashes
+        self._multipliers = multipliers
+        self._data = data
+
+
+def layered(checks, digests):
+    """For each of the digests (at most CHUNK of them): whether some layer holds its key. checks:
+    the layers' BatchChecks, the newest first; each tests the keys no newer one holds."""
+    answers = [False] * len(digests)
+    pending = range(len(digests))
+    for check in checks:
+        found = check(digests if len(pending) == len(digests) else [digests[i] for i in pending])
+        for i in itertools.compress(pending, found):
+            answers[i] = True
+        pending = list(itertools.compress(pending, map(operator.not_, found)))
+        if not pending:
+            break
+    return answers

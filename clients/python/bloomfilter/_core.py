@@ -707,6 +707,7 @@ class LayeredFilter(Filter):
         self._native = _native_check.checker(self._data)  # None: the pure-Python check
         self.contains = self._compile_contains() if self._native is None else self._native.contains
         self._batch = None
+        self._vector_check = None
 
     def _compile_contains(self):
         """One function checking every layer, the newest first, each unrolled as
@@ -738,11 +739,40 @@ class LayeredFilter(Filter):
         return contains
 
     def contains_many(self, keys):
-        """[f.contains(key) for key in keys]."""
+        """[f.contains(key) for key in keys], a list of bools: each key hashed once, then each
+        layer's check computed for the batch at once, with NumPy where it is importable (see
+        _vector.LayeredVectorCheck), else in CPython's big integers (_batch), as Filter's. A key
+        contains() refuses raises its error here too."""
+        if not isinstance(keys, (list, tuple)):
+            keys = list(keys)
         if self._native is not None:
             return self._native.contains_many(keys)
-        contains = self.contains
-        return [contains(key) for key in keys]
+        if _vector is not None and len(keys) >= _vector.MIN_KEYS:
+            vector = self._vector_check
+            if vector is None:
+                vector = self._vector_check = _vector.LayeredVectorCheck(self, position_multiplier)
+            return vector(keys, key_bytes)
+        return self._contains_many_python(keys)
+
+    def _contains_many_python(self, keys):
+        """contains_many without NumPy: the loop for a few keys, else _batch's passes, each key
+        hashed once and each layer's check, the newest first, run for the keys no newer layer
+        holds."""
+        if len(keys) < _batch.MIN_KEYS or not _batch.USABLE or len(self._data) > _batch.MAX_FILTER_BYTES:
+            contains = self.contains
+            return [contains(key) for key in keys]
+        checks = self._batch
+        if checks is None:
+            checks = self._batch = [
+                _batch.BatchCheck(_batch.Layer(self._data, hashes, log2, blocks,
+                                               tuple(position_multiplier(i) for i in range(hashes))),
+                                  start=offset + HEADER_BYTES)
+                for offset, (_, _, hashes, log2, blocks) in reversed(list(zip(self._offsets, self.layers)))]
+        digests = _batch.digests(keys, xxhash.xxh3_64_digest, key_bytes)
+        answers = []
+        for start in range(0, len(digests), _batch.CHUNK):
+            answers += _batch.layered(checks, digests[start:start + _batch.CHUNK])
+        return answers
 
     def _refuse(self, what):
         raise ValueError("%s does not take a layered bloom value (format version 3): it holds the "

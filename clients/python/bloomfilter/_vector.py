@@ -15,7 +15,7 @@ import xxhash
 
 from . import _batch
 
-__all__ = ["VectorCheck", "MIN_KEYS", "PASS"]
+__all__ = ["VectorCheck", "LayeredVectorCheck", "MIN_KEYS", "PASS"]
 
 MIN_KEYS = 40   # fewer keys: a loop of contains() costs less than a call's fixed NumPy work
 PASS = 4096     # keys per pass, so that the pass's (keys x hashes) arrays stay in the caches
@@ -87,7 +87,56 @@ class VectorCheck:
             # bits, made odd.
             step = ((high << _32) | (high >> _32)) | _U64(1)
             numbers = _fin(self.steps[:, None] * step + low) >> self.shift
-        offsets = (numbers >> _U64(3)) + (block * self.block_bytes + self.header)
-        bits = np.take(data, offsets.view(np.int64))
-        bits &= np.left_shift(_ONE, (numbers & _U64(7)).astype(np.uint8))
-        return bits.all(axis=0)
+        return _all_set(data, block * self.block_bytes + self.header, numbers)
+
+
+def _all_set(data, base, numbers):
+    """For each key (a column of numbers, its bit numbers in its block; base, the byte where
+    its block starts in data): whether all its bits are set."""
+    offsets = (numbers >> _U64(3)) + base
+    bits = np.take(data, offsets.view(np.int64))
+    bits &= np.left_shift(_ONE, (numbers & _U64(7)).astype(np.uint8))
+    return bits.all(axis=0)
+
+
+class LayeredVectorCheck:
+    """The batch check of a layered value (format version 3) with NumPy. Its layers are version
+    2 filters, which place a key from the same hash (XXH3_64 of its bytes, no seed), so a key is
+    hashed once; each layer then tests, newest first as contains() does, the keys no newer layer
+    holds, as VectorCheck tests one filter's."""
+
+    def __init__(self, f, multipliers):
+        """f: a LayeredFilter; multipliers(i): M_i of docs/format.md."""
+        self.filter = f
+        most = max(layer[2] for layer in f.layers)
+        all_multipliers = np.array([multipliers(i) for i in range(most)], dtype=_U64)
+        self.layers = []  # newest first: (blocks, block_bytes, header, shift, multipliers)
+        for offset, (_, _, hashes, log2, blocks) in reversed(list(zip(f._offsets, f.layers))):
+            self.layers.append((_U64(blocks), _U64(1 << (log2 - 3)), _U64(offset + 36),
+                                _U64(64 - log2), all_multipliers[:hashes]))
+
+    def __call__(self, keys, key_bytes):
+        hashes = _batch.digests(keys, xxhash.xxh3_64_intdigest, key_bytes, _uint64s)
+        # As VectorCheck: a view of the value's bytes for this call only.
+        data = np.frombuffer(self.filter._data, dtype=np.uint8)
+        answers = []
+        for start in range(0, len(hashes), PASS):
+            answers += self._check(hashes[start:start + PASS], data).tolist()
+        return answers
+
+    def _check(self, h, data):
+        """Whether some layer holds each key: a layer tests the keys no newer one holds."""
+        found = pending = None  # pending: the positions in h of the keys not found yet
+        for blocks, block_bytes, header, shift, multipliers in self.layers:
+            keys = h if pending is None else h[pending]
+            numbers = (multipliers[:, None] * keys) >> shift
+            present = _all_set(data, _block_of(keys, blocks) * block_bytes + header, numbers)
+            if found is None:
+                found = present
+                pending = np.flatnonzero(~present)
+            else:
+                found[pending[present]] = True
+                pending = pending[~present]
+            if len(pending) == 0:
+                break
+        return found

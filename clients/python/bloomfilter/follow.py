@@ -11,8 +11,9 @@ every `interval` seconds (in a background thread, or when refresh() is called): 
 whose first row is the filter's header and the others the pages of bits changed since the
 last refresh; after a reconnection, the whole filter again. Every row committed before the start
 of the last successful refresh is found; `lag` says how long ago that was. An index that grows
-(WITH (expansion = N)) is followed the same way: its filter is a LayeredFilter, and a header
-with another number of layers than the copy's has it read whole again.
+(made with no options, or WITH (expansion = N)) is followed the same way: its filter is a
+LayeredFilter, and a header with more layers than the copy's has it read whole again (a reload
+with reason "grown"; "rebuilt" is REINDEX or another index under the name).
 
 It works with a psycopg (3) or psycopg2 connection, or a conninfo string, and needs only
 SELECT on the indexed column (as bloom_index_contains does), and the extension at version
@@ -45,7 +46,7 @@ import time
 import uuid
 import weakref
 
-from ._core import DISTRIBUTION, HEADER_BYTES, Filter, LayeredFilter, __version__
+from ._core import DISTRIBUTION, HEADER_BYTES, Filter, LayeredFilter, __version__, _block_estimates
 
 __all__ = ["IndexFollower", "MultiIndexFollower", "ShardedIndexFollower", "UnsupportedIndexError",
            "ExtensionVersionError", "SessionChangedError", "EVENTS", "MIN_EXTENSION_VERSION"]
@@ -72,7 +73,9 @@ _CURRENT_LSN = ("SELECT CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog
                 "ELSE pg_catalog.pg_current_wal_insert_lsn() END::text, pg_catalog.pg_backend_pid()")
 
 # What the follower must know of the index: its OID, its key's type and, for an expression
-# index, the expression, the column it reads and the collation it lowers with.
+# index, the expression, the column it reads and the collation it lowers with (ICU's locale
+# column is colliculocale, daticulocale in PostgreSQL 15 and 16, colllocale, datlocale from 17:
+# read through to_jsonb, as the Node client does).
 _DESCRIBE = """
 SELECT i.indexrelid::oid, i.indkey[0] = 0, pg_catalog.pg_get_indexdef(i.indexrelid, 1, true),
        -- A domain's keys are its base type's.
@@ -80,8 +83,12 @@ SELECT i.indexrelid::oid, i.indkey[0] = 0, pg_catalog.pg_get_indexdef(i.indexrel
                 UNION ALL SELECT t.oid, t.typbasetype FROM pg_catalog.pg_type t JOIN b ON t.oid = b.typbasetype)
         SELECT pg_catalog.format_type(b.oid, NULL) FROM b WHERE b.typbasetype = 0), am.amname,
        CASE WHEN co.oid IS NOT NULL
-            THEN CASE co.collprovider WHEN 'i' THEN co.colliculocale ELSE co.collctype END
-            ELSE CASE d.datlocprovider WHEN 'i' THEN d.daticulocale ELSE d.datctype END END,
+            THEN CASE co.collprovider WHEN 'i'
+                 THEN COALESCE(pg_catalog.to_jsonb(co) ->> 'colllocale', pg_catalog.to_jsonb(co) ->> 'colliculocale')
+                 ELSE co.collctype::text END
+            ELSE CASE d.datlocprovider WHEN 'i'
+                 THEN COALESCE(pg_catalog.to_jsonb(d) ->> 'datlocale', pg_catalog.to_jsonb(d) ->> 'daticulocale')
+                 ELSE d.datctype::text END END,
        pg_catalog.pg_backend_pid()
   FROM pg_catalog.pg_index i
   JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
@@ -252,6 +259,29 @@ def _merge(current, oid, rows):
     return _text(next_lsn)
 
 
+def _whole_reason(current, oid, rows):
+    """Why the rows _merge refused have the filter read whole: "grown" when the same index added
+    a layer (a layered header equal to the copy's but for a larger layer count: same expansion,
+    layer 0's capacity, error rate and build's keys), else "rebuilt" (another index under the
+    name, REINDEX, new parameters)."""
+    _, offset, header, row_oid = rows[0]
+    header, data = bytes(header), current._data
+    if (row_oid == oid and offset == 0 and isinstance(current, LayeredFilter)
+            and len(header) >= HEADER_BYTES and header[:6] == data[:6]
+            and header[8:HEADER_BYTES] == data[8:HEADER_BYTES]
+            and int.from_bytes(header[6:8], "little") > int.from_bytes(data[6:8], "little")):
+        return "grown"
+    return "rebuilt"
+
+
+def _capacity(f):
+    """bloom_info's capacity of a copy: a layered value's summed over its layers, as
+    bloom_index_info and the Node client's stats() give it."""
+    if isinstance(f, LayeredFilter):
+        return min(sum(layer[0] for layer in f.layers), 0x7FFFFFFFFFFFFFFF)
+    return f.capacity
+
+
 def _check_key(index_name, key_type, transform, key):
     """The key as the filter holds it (after the index's expression), or _Unreproducible."""
     if transform is not None:
@@ -413,7 +443,8 @@ class _Index:
     @property
     def filter(self):
         """The current copy, a bloomfilter.Filter (format version 2), or for an index that grows
-        (WITH (expansion = N)) a bloomfilter.LayeredFilter (format version 3)."""
+        (made with no options, or WITH (expansion = N)) a bloomfilter.LayeredFilter (format
+        version 3)."""
         return self._state[0]
 
     @property
@@ -433,7 +464,9 @@ class _Index:
         before the first refresh), fresh, last_refresh (time.time() at the start of the last
         successful refresh), checks (keys checked), refreshes, reloads, reconnects, errors
         (failed refreshes), last_error, queries, last_rows, last_bytes, extension_version,
-        capacity, estimated_count and over_capacity (as of the last capacity check)."""
+        capacity, estimated_count and over_capacity (as of the last capacity check). For an index
+        that grows, capacity and estimated_count are summed over its layers (as bloom_index_info
+        and the Node client's stats() give them), and over_capacity stays False."""
         connection = self._connection_owner
         state = self._state
         lag = None if self._refreshed_at is None else self.lag
@@ -452,7 +485,7 @@ class _Index:
             "last_rows": self.last_rows,
             "last_bytes": self.last_bytes,
             "extension_version": connection.extension_version,
-            "capacity": None if state is None else state[0].capacity,
+            "capacity": None if state is None else _capacity(state[0]),
             "estimated_count": self.estimated_count,
             "over_capacity": self.over_capacity,
         }
@@ -519,15 +552,17 @@ class _Index:
         reason, self._reload_reason = self._reload_reason or "reload", None
         self.reloads += 1
         self._capacity_checked_at = None  # a new copy: checked at once
-        _log.info("follower of %s: read the whole filter (%s), %d bytes", self.index_name, reason,
-                  data_bytes)
+        if isinstance(f, LayeredFilter):
+            _log.info("follower of %s: read the whole filter (%s), %d bytes, %d layers",
+                      self.index_name, reason, data_bytes, len(f.layers))
+        else:
+            _log.info("follower of %s: read the whole filter (%s), %d bytes", self.index_name,
+                      reason, data_bytes)
         self._event("reload", {"index": self.index_name, "reason": reason, "bytes": data_bytes,
-                               "capacity": f.capacity, "error_rate": f.error_rate})
+                               "capacity": _capacity(f), "error_rate": f.error_rate})
 
     def _capacity_due(self):
-        # An index that grows (a LayeredFilter) adds a layer when one is full: no capacity to
-        # pass.
-        if self._state is None or isinstance(self._state[0], LayeredFilter):
+        if self._state is None:
             return False
         if self._capacity_checked_at is None:
             return True
@@ -540,6 +575,18 @@ class _Index:
         self._capacity_checked_at = time.monotonic()
         self._pages_changed = False
         f = self._state[0]
+        if isinstance(f, LayeredFilter):
+            # An index that grows adds a layer when one is full: never past its capacity. Its
+            # estimated count is its layers', summed (bloom_index_info's).
+            count_sum = 0.0
+            for offset, (_, _, hashes, log2, blocks) in zip(f._offsets, f.layers):
+                for first in range(0, blocks, _CAPACITY_BLOCKS_PER_STEP):
+                    yield
+                    count_sum += _block_estimates(f._data, offset + HEADER_BYTES, hashes, log2, first,
+                                                  min(blocks, first + _CAPACITY_BLOCKS_PER_STEP))[1]
+            self.estimated_count = count_sum
+            self.over_capacity = False
+            return
         count_sum = error_sum = 0.0
         for first in range(0, f.blocks, _CAPACITY_BLOCKS_PER_STEP):
             yield  # before each slice: not in the same turn as the reading of the filter
@@ -600,8 +647,9 @@ class _Index:
         if next_lsn is None:
             # Another index under the name (REINDEX CONCURRENTLY, or dropped and created) or
             # new parameters: read it whole. Until the new copy is complete (and if reading it
-            # fails) contains() answers from the current one, as of the last refresh.
-            self._reload_reason = "rebuilt"
+            # fails) contains() answers from the current one, as of the last refresh. An index
+            # that added a layer is read whole too, for the new layer.
+            self._reload_reason = _whole_reason(self._state[0], self._oid, rows)
             self._load()
             return
         if len(rows) > 1:

@@ -225,7 +225,7 @@ class AsyncIndexFollower(_follow._Index):
             return
         next_lsn = _follow._merge(self._state[0], self._oid, rows)
         if next_lsn is None:
-            self._reload_reason = "rebuilt"
+            self._reload_reason = _follow._whole_reason(self._state[0], self._oid, rows)
             await self._load()
             return
         if len(rows) > 1:

@@ -23,6 +23,14 @@ stores the key. A plain Filter assigned to the attribute is copied into a Mutabl
 through the attribute afterwards), and assigning the same filter again (snapshot.f = snapshot.f)
 always counts as a change.
 
+A layered value (format version 3: what func.bloom_index_filter(...) gives for an index that
+grows, which an index made with no options is) is read as a MutableLayeredFilter, a read-only
+LayeredFilter: it answers contains() and contains_many() for every layer, and its add(),
+update() and union() raise ValueError, as the server's bloom_add refuses such a value.
+
+    f = session.scalar(select(func.bloom_index_filter("users_email_bloom")))
+    f.contains("a@b.c")               # a LayeredFilter, when the index grows
+
 Importing the module also types func.bloom_index_contains(...), func.bloom_contains(...)
 (Boolean) and func.bloom_agg(...), func.bloom_union_agg(...), func.bloom_index_filter(...),
 func.bloom_empty(...), func.bloom_add(...), func.bloom_union(...) (Bloom). Values cross the
@@ -38,9 +46,9 @@ from sqlalchemy.sql.elements import ClauseElement
 from sqlalchemy.sql.functions import GenericFunction
 from sqlalchemy.types import UserDefinedType
 
-from ._core import Filter, filter_from_value
+from ._core import Filter, LayeredFilter, filter_from_value
 
-__all__ = ["Bloom", "MutableFilter", "bloom_index_contains", "bloom_contains", "bloom_agg",
+__all__ = ["Bloom", "MutableFilter", "MutableLayeredFilter", "bloom_index_contains", "bloom_contains", "bloom_agg",
            "bloom_union_agg", "bloom_index_filter", "bloom_empty", "bloom_add", "bloom_union"]
 
 
@@ -73,8 +81,10 @@ class MutableFilter(Mutable, Filter):
         """The value an attribute holds for what is assigned (or loaded): a Filter is copied into
         a MutableFilter; a SQL expression (snapshot.f = bloom_add(Snapshot.f, k)) is kept for the
         flush to send."""
-        if value is None or isinstance(value, cls):
+        if value is None or isinstance(value, (cls, MutableLayeredFilter)):
             return value
+        if isinstance(value, LayeredFilter):
+            return MutableLayeredFilter(value.to_bytes())
         if isinstance(value, Filter):
             return cls(value.to_bytes())
         if isinstance(value, ClauseElement) or hasattr(value, "__clause_element__"):
@@ -85,6 +95,30 @@ class MutableFilter(Mutable, Filter):
         # Pickled as its byte format, and a MutableFilter again (the ORM re-attaches it to the
         # objects it belongs to when they are unpickled).
         return (MutableFilter.from_bytes, (self.to_bytes(),))
+
+
+class MutableLayeredFilter(Mutable, LayeredFilter):
+    """A layered value (format version 3) of a Bloom column or function, as read: the filter of
+    an index that grows (func.bloom_index_filter of an index made with no options). Read-only:
+    add(), update() and union() raise ValueError, so nothing changes in place and no UPDATE is
+    ever owed for it; assigning another value to the attribute is tracked as any assignment."""
+
+    def _refuse(self, what):
+        raise ValueError(
+            "%s() refused: this Bloom value is a layered bloom value (format version 3), the "
+            "filter of a bloomfilter index that grows, as bloom_index_filter gives it; it is "
+            "read-only (a key added here would be in no layer of the index). Insert the row into "
+            "the indexed table, or build a filter to add to with bloom_agg(...) or "
+            "Filter.empty(...)" % what)
+
+    # add, update and union are LayeredFilter's: each refuses through _refuse.
+
+    @classmethod
+    def coerce(cls, key, value):
+        return MutableFilter.coerce(key, value)
+
+    def __reduce__(self):
+        return (MutableLayeredFilter.from_bytes, (self.to_bytes(),))
 
 
 class _Expression:
@@ -105,12 +139,22 @@ class _Expression:
 
 
 def _to_filter(value):
-    return filter_from_value(value, MutableFilter, "Bloom")
+    # One filter (format version 1 or 2) is a MutableFilter; a layered value a read-only
+    # MutableLayeredFilter.
+    if isinstance(value, LayeredFilter):
+        return MutableFilter.coerce(None, value)
+    try:
+        return filter_from_value(value, MutableFilter, "Bloom")
+    except ValueError as error:
+        if getattr(error, "status", None) != "layered":
+            raise
+    return filter_from_value(value, MutableLayeredFilter, "Bloom")
 
 
 class Bloom(UserDefinedType):
     """The extension's bloom type: Python values are bloomfilter.Filter (MutableFilter as read,
-    and in mapped attributes, which track their changes in place)."""
+    and in mapped attributes, which track their changes in place; a layered value, format
+    version 3, a read-only MutableLayeredFilter)."""
 
     cache_ok = True
 

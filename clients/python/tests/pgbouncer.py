@@ -34,9 +34,10 @@ class PgBouncer:
     are reused in turn (server_round_robin = 1) rather than the last one released first, so
     that with two of them open (warm()) consecutive transactions of one client go to different
     server processes, as they do on a busy pool. session_entries: {name: database} entries in
-    session mode beside the others (a pgbouncer database entry's own pool_mode)."""
+    session mode beside the others (a pgbouncer database entry's own pool_mode). settings: more
+    [pgbouncer] settings ({"server_login_retry": 1})."""
 
-    def __init__(self, pool_mode, round_robin=False, pool_size=4, session_entries=None):
+    def __init__(self, pool_mode, round_robin=False, pool_size=4, session_entries=None, settings=None):
         self.program = binary()
         if self.program is None:
             raise RuntimeError("pgbouncer is not installed (apt-get install pgbouncer)")
@@ -53,6 +54,7 @@ class PgBouncer:
         self.log = os.path.join(self.dir, "pgbouncer.log")
         self.port = None
         self.session_entries = dict(session_entries or {})
+        self.settings = dict(settings or {})
         for _ in range(3):
             self.port = _free_port()
             self._write_ini(round_robin, pool_size)
@@ -78,6 +80,7 @@ class PgBouncer:
             "logfile": self.log,
             # What drivers may send at startup that pgbouncer does not track.
             "ignore_startup_parameters": "extra_float_digits",
+            **self.settings,
         }
         with open(os.path.join(self.dir, "pgbouncer.ini"), "w") as ini:
             ini.write("[databases]\n")

@@ -274,6 +274,26 @@ def test_bloom_field_round_trip(project):
         Snapshot.objects.filter(name=name).update(f=broken)
 
 
+def test_bloom_field_reads_a_layered_value(project):
+    """The filter of an index made with no options (accounts_user_email_lower_bloom) is a layered
+    value (format version 3): a BloomField reads it as a LayeredFilter, which refuses add(), and
+    writes it back as it is."""
+    from bloomfilter import LayeredFilter
+    from accounts.models import Snapshot
+    name = uuid.uuid4().hex
+    Snapshot.objects.create(name=name, f=None)
+    query("UPDATE accounts_snapshot SET f = bloom_index_filter('accounts_user_email_lower_bloom') "
+          "WHERE name = %s RETURNING 1", [name])
+    loaded = Snapshot.objects.get(name=name)
+    assert isinstance(loaded.f, LayeredFilter)
+    data = query("SELECT f::bytea FROM accounts_snapshot WHERE name = %s", [name])[0][0].tobytes()
+    assert loaded.f.to_bytes() == data
+    with pytest.raises(ValueError, match="layered bloom value"):
+        loaded.f.add("new@mail.com")
+    loaded.save()
+    assert Snapshot.objects.get(name=name).f == loaded.f
+
+
 def test_functions(project):
     from django.db.models import F
     from accounts.models import Snapshot, User

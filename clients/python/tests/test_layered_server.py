@@ -174,3 +174,71 @@ def test_async_follower_while_the_index_grows(conn, dsn, driver):
     assert missed == [], "%d committed keys answered absent" % len(missed)
     assert layers == layer_count(conn, index) >= 5
     assert len(layers_seen) >= 3 and reloads >= len(layers_seen)
+
+
+def check_stats_as_the_server(conn, index, stats):
+    """stats()'s capacity and estimated_count summed over the layers, as bloom_index_info gives
+    them (and the Node client's stats())."""
+    capacity, estimated = conn.execute(
+        "SELECT capacity, estimated_count FROM bloom_index_info(%s)", [index]).fetchone()
+    assert stats["capacity"] == capacity
+    assert stats["estimated_count"] == pytest.approx(estimated, rel=1e-9)
+    assert stats["over_capacity"] is False
+
+
+def test_follower_reload_reasons_grown_and_rebuilt(conn, dsn, caplog):
+    """A layer added is reported as reason "grown" (event and log line), distinct from
+    "rebuilt" (REINDEX, REINDEX CONCURRENTLY); stats() sums capacity and estimated_count over
+    the layers."""
+    import logging
+    table, index = grown_table(conn, capacity=500)
+    events = []
+    caplog.set_level(logging.INFO, logger="bloomfilter.follow")
+    with IndexFollower(psycopg.connect(dsn), index, background=False,
+                       on_event=lambda event, info: events.append((event, info))) as follower:
+        check_stats_as_the_server(conn, index, follower.stats())
+        conn.execute("INSERT INTO %s (email) SELECT 'g' || i || '@mail.com' FROM generate_series(1, 2000) i" % table)
+        assert layer_count(conn, index) >= 3
+        follower.refresh()
+        reloads = [info for event, info in events if event == "reload"]
+        assert [info["reason"] for info in reloads] == ["start", "grown"]
+        assert reloads[1]["capacity"] == conn.execute(
+            "SELECT capacity FROM bloom_index_info(%s)", [index]).fetchone()[0]
+        assert any("read the whole filter (grown)" in r.getMessage() for r in caplog.records)
+        check_stats_as_the_server(conn, index, follower.stats())
+        assert follower.stats()["estimated_count"] > 1500
+        conn.execute("REINDEX INDEX %s" % index)
+        follower.refresh()
+        conn.execute("REINDEX INDEX CONCURRENTLY %s" % index)
+        follower.refresh()
+        assert [info["reason"] for event, info in events if event == "reload"] == ["start", "grown", "rebuilt", "rebuilt"]
+        check_stats_as_the_server(conn, index, follower.stats())
+        assert all(e in follower for e in ("g%d@mail.com" % i for i in range(1, 2001)))
+
+
+@pytest.mark.parametrize("driver", ["psycopg", "asyncpg"])
+def test_async_follower_reload_reason_grown(conn, dsn, driver):
+    import asyncio
+    from bloomfilter.follow import AsyncIndexFollower
+    from test_follow_async import connector
+
+    table, index = grown_table(conn, capacity=500)
+    events = []
+
+    async def follow():
+        follower = AsyncIndexFollower(await connector(driver, dsn)(), index,
+                                      on_event=lambda event, info: events.append((event, info)))
+        try:
+            await follower.refresh()
+            conn.execute("INSERT INTO %s (email) SELECT 'g' || i || '@mail.com' "
+                         "FROM generate_series(1, 2000) i" % table)
+            await follower.refresh()
+            conn.execute("REINDEX INDEX CONCURRENTLY %s" % index)
+            await follower.refresh()
+            return follower.stats()
+        finally:
+            await follower.aclose()
+
+    stats = asyncio.run(follow())
+    assert [info["reason"] for event, info in events if event == "reload"] == ["start", "grown", "rebuilt"]
+    check_stats_as_the_server(conn, index, stats)

@@ -14,6 +14,7 @@ a failover) keeps its copy as of its last refresh, then reconnects and reads the
 follower on a database entry in session mode beside them works."""
 
 import asyncio
+import os
 import time
 import uuid
 
@@ -365,3 +366,67 @@ def test_a_follower_refuses_another_server_after_a_reload(dsn, users):
         if bouncer is not None:
             bouncer.remove()
         other.remove()
+
+
+def stale_after_restart(dsn, settings):
+    """Seconds from the end of a PostgreSQL restart (pg_ctl stop -m fast, 2 s down, then start, in
+    another thread) to the first successful refresh of a follower through PgBouncer in session mode,
+    refreshing every 0.1 s throughout (as its background thread would)."""
+    import threading
+    server = Cluster("pgbouncer-restart")
+    bouncer = follower = None
+    try:
+        with psycopg.connect(server.dsn(), autocommit=True) as c:
+            c.execute('CREATE DATABASE "%s" TEMPLATE template0 ENCODING \'UTF8\' LOCALE \'C.UTF-8\'' % dbname(dsn))
+        with psycopg.connect(server.dsn(dbname(dsn)), autocommit=True) as c:
+            c.execute("CREATE EXTENSION bloomfilter")
+            c.execute("CREATE TABLE users (id bigserial PRIMARY KEY, email text NOT NULL UNIQUE)")
+            c.execute("CREATE INDEX users_bloom ON users USING bloomfilter (email)")
+        # A client waiting for a server connection gives up after 60 s, not PgBouncer's 120.
+        bouncer = PgBouncer("session", settings={"query_wait_timeout": 60, **settings})
+        bouncer.retarget(server.dir, server.port, dsn)
+        follower = IndexFollower(bouncer.dsn(dsn), "users_bloom", background=False)
+        up = []
+
+        def restart():
+            server.stop("fast")
+            time.sleep(2)  # down for 2 s, as a restart with a long checkpoint or an upgrade is
+            server.start()
+            up.append(time.monotonic())
+        thread = threading.Thread(target=restart)
+        failed = False
+        thread.start()
+        try:
+            while True:
+                try:
+                    follower.refresh()
+                    if up and failed:
+                        return time.monotonic() - up[0]
+                except Exception:
+                    failed = True
+                assert not up or time.monotonic() - up[0] < 60, "no refresh succeeded 60 s after the restart"
+                time.sleep(0.1)
+        finally:
+            thread.join()
+    finally:
+        if follower is not None:
+            follower.close()
+        if bouncer is not None:
+            bouncer.remove()
+        server.remove()
+
+
+@pytest.mark.parametrize("retry", [1, pytest.param(None, marks=pytest.mark.skipif(
+    not os.environ.get("BLOOM_PGBOUNCER_DEFAULT_RETRY"),
+    reason="15 s: BLOOM_PGBOUNCER_DEFAULT_RETRY=1 measures PgBouncer's default server_login_retry"))],
+    ids=["server_login_retry=1", "default"])
+def test_a_follower_after_a_postgresql_restart(dsn, retry):
+    """After PostgreSQL restarts, PgBouncer refuses new server logins for server_login_retry
+    seconds after the last one failed (15 by default): the follower, which tried while the server
+    was down, stays stale that long. With server_login_retry = 1 it is fresh within seconds."""
+    seconds = stale_after_restart(dsn, {} if retry is None else {"server_login_retry": retry})
+    print("stale %.1f s after the restart (server_login_retry %s)" % (seconds, retry or "default, 15"))
+    if retry is None:
+        assert seconds > 5
+    else:
+        assert seconds < retry + 3

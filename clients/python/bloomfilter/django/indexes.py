@@ -11,8 +11,11 @@ class BloomfilterIndex(PostgresIndex):
     """CREATE INDEX name ON table USING bloomfilter (key) WITH (capacity = ..., error_rate = ...).
 
     One key: a field (fields=["email"]) or an expression (Lower("email")), with a name (up to 38
-    characters). capacity and error_rate are the index's reloptions (the server's defaults,
-    1000000 and 0.01, when not given); condition=Q(...) makes a partial index."""
+    characters). capacity and error_rate are the index's reloptions; without them the server's
+    defaults apply (from 2.2: an index that grows by layers, its first layer sized for twice the
+    rows the build finds, at least 10,000, at error_rate 0.01; its bloom_index_filter is a
+    layered value, which a BloomField reads as a LayeredFilter). condition=Q(...) makes a partial
+    index."""
 
     suffix = "bloomfilter"
 
