@@ -409,3 +409,27 @@ def test_index_follower(conn, dsn, check_path):
         assert follower.contains_many(keys) == sql
         assert [follower.contains(key) for key in keys] == sql
         assert (follower.filter._native is not None) == (check_path == "native")
+
+
+def test_checks_a_shared_mapping(tmp_path):
+    """A Checker reads any object exporting its bytes, an mmap of a file as well as a Filter's
+    bytearray (what a follower sharing one copy per host will give it); a mapping closed under
+    it raises ValueError, as a buffer of another length does."""
+    import mmap
+    for name, data, added in (FORMATS[1], FORMATS[-5], FORMATS[-4]):
+        path = tmp_path / name
+        path.write_bytes(data)
+        with open(path, "r+b") as file:
+            mapping = mmap.mmap(file.fileno(), 0)
+        checker = native.Checker(mapping, _core.key_bytes)
+        f = Filter.from_bytes(data)
+        keys = added[:500] + keys_of_every_type(2000, seed=9)
+        assert checker.contains_many(keys) == [checker.contains(k) for k in keys] == f.contains_many(keys)
+        assert native.Checker(memoryview(mapping), _core.key_bytes).contains_many(keys) == f.contains_many(keys)
+        mapping[36:] = bytes(len(data) - 36)  # another process's writes, seen at once
+        assert not any(checker.contains_many(keys))
+        mapping.close()
+        with pytest.raises(ValueError):
+            checker.contains("a")
+        with pytest.raises(ValueError):
+            checker.contains_many(["a"])

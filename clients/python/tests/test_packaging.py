@@ -15,7 +15,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PACKAGE = os.path.dirname(HERE)
 
 
-@pytest.mark.parametrize("layout", ["clone", "package alone"])
+@pytest.mark.parametrize("layout", ["clone", "package alone", "clone, no compiling"])
 def test_venv_install(tmp_path, layout):
     pytest.importorskip("ensurepip")
     venv = tmp_path / "venv"
@@ -27,10 +27,15 @@ def test_venv_install(tmp_path, layout):
     # From a copy: setuptools writes build/ and *.egg-info beside the sources. A clone has the
     # extension's core two directories up (setup.py builds bloomfilter._native from it).
     ignored = shutil.ignore_patterns("tests", "__pycache__", "build", "*.egg-info", "*.so")
-    if layout == "clone":
+    if layout.startswith("clone"):
         source = tmp_path / "clone" / "clients" / "python"
         shutil.copytree(os.path.join(PACKAGE, "..", "..", "src", "core"), tmp_path / "clone" / "src" / "core",
                         ignore=ignored)
+        if layout == "clone, no compiling":
+            # As without a compiler or headers: the build of bloomfilter._native fails, the
+            # package installs all the same.
+            with open(tmp_path / "clone" / "src" / "core" / "bloom.cpp", "a") as core:
+                core.write("\n#error as if a header were missing\n")
     else:
         source = tmp_path / "source"
     shutil.copytree(PACKAGE, source, ignore=ignored)
