@@ -21,8 +21,6 @@ namespace {
 
 // The header bytes a check relies on: everything but `inserted`, which adds change.
 constexpr size_t kCheckedHeader = bf::kOffsetInserted;
-// Keys hashed before their blocks are read in a batch: their blocks are prefetched meanwhile.
-constexpr Py_ssize_t kBatch = 32;
 
 PyObject *uuid_type;   // uuid.UUID
 PyObject *bytes_name;  // "bytes"
@@ -155,24 +153,16 @@ int take_buffer(Checker *self, Py_buffer *view) {
     return 0;
 }
 
+// Every layer is checked, with no branch on an answer: the answers of a batch are a coin toss
+// to the branch predictor, and a mispredicted branch costs more than a layer's check.
 inline bool check(const Checker *self, const uint8_t *data, bf::KeyHash h) {
-    for (uint32_t n = self->count; n-- > 0;) {  // the newest layer first, as the core does
+    bool found = false;
+    for (uint32_t n = self->count; n-- > 0;) {
         bf::FilterRef ref = self->layer[n];
         ref.data = const_cast<uint8_t *>(data) + self->offset[n];
-        if (ref.contains(h)) return true;
+        found |= ref.contains(h);
     }
-    return false;
-}
-
-// Asks for the cache lines of the key's bits in every layer, so that a batch's reads overlap.
-void prefetch(const Checker *self, const uint8_t *data, bf::KeyHash h) {
-    for (uint32_t n = 0; n < self->count; n++) {
-        const bf::FilterRef &ref = self->layer[n];
-        const uint8_t *block = data + self->offset[n] +
-                               bf::key_block_offset(h, ref.version, ref.blocks, ref.block_log2);
-        bf::for_each_position(h, ref.version, ref.hashes, ref.block_log2,
-                              [block](uint32_t bit) { __builtin_prefetch(block + (bit >> 3)); });
-    }
+    return found;
 }
 
 int Checker_init(Checker *self, PyObject *args, PyObject *kwargs) {
@@ -257,8 +247,11 @@ PyObject *Checker_contains(Checker *self, PyObject *key) {
     return PyBool_FromLong(found);
 }
 
-// The keys are hashed kBatch at a time, their blocks prefetched, then checked: the block reads
-// of a batch overlap instead of waiting one after the other.
+// The answers are picked from a table, not by a branch (nor by the layers' checks, see check()):
+// a batch's answers are a coin toss to the branch predictor, and the mispredicted branches cost
+// about a quarter of the time of a batch half of whose keys are present (24 against 18 ns a key
+// on a 1M-key filter). Prefetching each key's cache lines a few dozen keys ahead gained nothing
+// measurable, from 1.2 MB to 60 MB filters (AMD EPYC).
 PyObject *Checker_contains_many(Checker *self, PyObject *keys) {
     if (!ready(self)) return nullptr;
     PyObject *sequence = PySequence_Fast(keys, "contains_many takes an iterable of keys");
@@ -272,24 +265,24 @@ PyObject *Checker_contains_many(Checker *self, PyObject *keys) {
         return nullptr;
     }
     const uint8_t *data = static_cast<const uint8_t *>(view.buf);
-    bf::KeyHash hashes[kBatch];
-    for (Py_ssize_t start = 0; start < count; start += kBatch) {
-        const Py_ssize_t end = count - start < kBatch ? count : start + kBatch;
-        for (Py_ssize_t i = start; i < end; i++) {
-            // A key converted by key_bytes runs Python code, which may change a list of keys.
-            if (i >= PySequence_Fast_GET_SIZE(sequence)) {
-                PyErr_SetString(PyExc_RuntimeError, "the keys changed during contains_many");
-                goto failed;
-            }
+    PyObject *const answer_of[2] = {Py_False, Py_True};
+    for (Py_ssize_t i = 0; i < count; i++) {
+        // A key converted by key_bytes runs Python code, which may change a list of keys.
+        if (i >= PySequence_Fast_GET_SIZE(sequence)) {
+            PyErr_SetString(PyExc_RuntimeError, "the keys changed during contains_many");
+            goto failed;
+        }
+        {
             PyObject *key = PySequence_Fast_GET_ITEM(sequence, i);
+            bf::KeyHash h;
             Py_INCREF(key);
-            const int hashed = hash_key(self, key, &hashes[i - start]);
+            const int hashed = hash_key(self, key, &h);
             Py_DECREF(key);
             if (hashed != 0) goto failed;
-            prefetch(self, data, hashes[i - start]);
+            PyObject *answer = answer_of[check(self, data, h)];
+            Py_INCREF(answer);
+            PyList_SET_ITEM(answers, i, answer);
         }
-        for (Py_ssize_t i = start; i < end; i++)
-            PyList_SET_ITEM(answers, i, PyBool_FromLong(check(self, data, hashes[i - start])));
     }
     PyBuffer_Release(&view);
     Py_DECREF(sequence);
