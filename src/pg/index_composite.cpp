@@ -230,18 +230,19 @@ Outcome composite_key(FunctionCallInfo fcinfo, Relation index, IndexCheck *check
                              &column_value))
             return Outcome::absent;
         if (i == 0) *first_column = column_value;
+        // Hashed by the index's support function, as the index hashes its column: the same
+        // composite key by construction.
+        FmgrInfo *hash = index_getprocinfo(index, AttrNumber(i + 1), 1);
         if (key_given || !part.expression) {
-            // The bytes a column's value would have (an integer as the bigint of the value).
-            key.add(value_hash(value, value_type));
+            key.add(uint64_t(
+                DatumGetInt64(FunctionCall1Coll(hash, index->rd_indcollation[i], column_value))));
             continue;
         }
         bool is_null;
         const Datum part_key = evaluate_part(check, part, run_as, column_value, &is_null);
-        if (!is_null) {
-            FmgrInfo *hash = index_getprocinfo(index, AttrNumber(i + 1), 1);
+        if (!is_null)
             key.add(uint64_t(
                 DatumGetInt64(FunctionCall1Coll(hash, index->rd_indcollation[i], part_key))));
-        }
         ResetPerTupleExprContext(check->estate);
         if (is_null) return Outcome::null;
     }
