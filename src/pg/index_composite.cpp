@@ -114,8 +114,8 @@ CompositeCheck *prepare_composite(Relation index, IndexCheck *check) {
         }
         part.column = AttrNumber(member + FirstLowInvalidHeapAttributeNumber);
         part.column_type = getBaseType(TupleDescAttr(descriptor, part.column - 1)->atttypid);
-        // Its key column and expression alone: FormIndexDatum plans it when first evaluated, as
-        // the owner (see prepare_index_check).
+        // Its key column and expression alone, as stored: FormIndexDatum plans it when first
+        // evaluated, under enter_as_owner (see prepare_index_check).
         part.index_info = makeNode(IndexInfo);
         part.index_info->ii_NumIndexAttrs = 1;
         part.index_info->ii_NumIndexKeyAttrs = 1;
