@@ -1,10 +1,10 @@
-// Golden vectors shared by the C++ core and the Python client (clients/python): keys of every
-// type with the bytes hashed, their hashes in both format versions and shards; small filters
-// with each key's block and bit positions and the filter's bytes once every key is added; and
-// malformed values with the status that refuses them. golden_json() writes them as JSON; the
-// file test/vectors/golden.json is its output (make golden-vectors), checked by
-// test/unit/golden_test.cpp against the core and by clients/python/tests against the Python
-// code, so neither side can drift alone.
+// Golden vectors shared by the C++ core and the Python and Node clients: keys of every type with
+// the bytes hashed, their hashes in both format versions and shards; composite keys (lists of
+// those keys) with their hashes; small filters with each key's block and bit positions and the
+// filter's bytes once every key is added; and malformed values with the status that refuses
+// them. golden_json() writes them as JSON; the file test/vectors/golden.json is its output (make
+// golden-vectors), checked by test/unit/golden_test.cpp against the core and by the clients'
+// tests (clients/python/tests, clients/node/test) against theirs, so no side can drift alone.
 #pragma once
 
 #include <cinttypes>
