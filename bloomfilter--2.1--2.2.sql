@@ -232,6 +232,8 @@ COMMENT ON FUNCTION bloom_index_contains_key(pg_catalog.regclass, pg_catalog."an
 COMMENT ON FUNCTION bloom_index_contains_key(pg_catalog.regclass, pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any") IS 'false: no row of the index''s table has this key (the values of the index''s expressions), of 7 columns; true: one probably has';
 COMMENT ON FUNCTION bloom_index_contains_key(pg_catalog.regclass, pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any") IS 'false: no row of the index''s table has this key (the values of the index''s expressions), of 8 columns; true: one probably has';
 
+COMMENT ON ACCESS METHOD bloomfilter IS 'a Bloom filter of a column, or of up to 8 (a composite key), kept current by PostgreSQL: checked with bloom_index_contains, never scanned';
+
 -- The hash of a composite key: bloom_hash of each value (an untyped literal as text), combined
 -- as a multicolumn index combines its columns' values.
 CREATE FUNCTION bloom_hash(value1 pg_catalog."any", value2 pg_catalog."any") RETURNS pg_catalog.int8

@@ -12,6 +12,8 @@ RESET client_min_messages;
 CREATE SCHEMA regress_bloom_cc;
 SET search_path = regress_bloom_cc, public;
 
+SELECT obj_description(oid, 'pg_am') AS access_method FROM pg_am WHERE amname = 'bloomfilter';
+
 -- UNIQUE (tenant_id, email): 20 tenants, 100 emails each, 'x' in tenant t1 only.
 CREATE TABLE accounts (id bigserial PRIMARY KEY, tenant_id text NOT NULL, email text NOT NULL,
                        UNIQUE (tenant_id, email));
