@@ -35,6 +35,7 @@ struct KeyPart {
     Oid key_type;     // the index column's (base) type: a key's
     // An expression's: the expression alone, for FormIndexDatum.
     IndexInfo *index_info;
+    bool planned_functions;  // the functions of its planned form are in the check's (below)
 };
 
 struct CompositeCheck {
@@ -124,6 +125,9 @@ CompositeCheck *prepare_composite(Relation index, IndexCheck *check) {
     }
     composite->built_in_expressions =
         !composite->expressions || expression_is_built_in(reinterpret_cast<Node *>(expressions));
+    // EXECUTE on every function the expressions call, checked at each evaluation (check_execute)
+    // as for a one-column index's expression.
+    add_executed_functions(reinterpret_cast<Node *>(expressions), &check->functions);
     // The state an expression is evaluated in; freed with the check (forget_index_check).
     if (composite->expressions && check->estate == nullptr) check->estate = CreateExecutorState();
     if (composite->expressions && check->slot == nullptr)
@@ -135,7 +139,7 @@ CompositeCheck *prepare_composite(Relation index, IndexCheck *check) {
 // An expression part's key for a value of its column, in the check's per-tuple memory (reset by
 // the caller). The expression is the table owner's code: it runs as `run_as`, under the
 // restrictions of enter_as_owner, as bloom_index_contains runs a one-column index's.
-Datum evaluate_part(IndexCheck *check, const KeyPart &part, Oid run_as, Datum column_value,
+Datum evaluate_part(IndexCheck *check, KeyPart &part, Oid run_as, Datum column_value,
                     bool *is_null) {
     TupleTableSlot *slot = check->slot;
     ExecClearTuple(slot);
@@ -148,6 +152,7 @@ Datum evaluate_part(IndexCheck *check, const KeyPart &part, Oid run_as, Datum co
     ExecStoreVirtualTuple(slot);
     GetPerTupleExprContext(check->estate)->ecxt_scantuple = slot;
     const AsOwner saved = enter_as_owner(run_as);
+    check_execute(check);
     MemoryContext previous = MemoryContextSwitchTo(GetPerTupleMemoryContext(check->estate));
     Datum key;
     check->in_use = true;
@@ -160,6 +165,17 @@ Datum evaluate_part(IndexCheck *check, const KeyPart &part, Oid run_as, Datum co
     }
     PG_END_TRY();
     check->in_use = false;
+    // The first evaluation planned the expression: what the planner made of it (an inlined SQL
+    // function's body) is checked from the next one on, as in evaluate_expression.
+    if (!part.planned_functions && part.index_info->ii_ExpressionsState != NIL) {
+        MemoryContextSwitchTo(check->context);
+        add_executed_functions(
+            reinterpret_cast<Node *>(
+                static_cast<ExprState *>(linitial(part.index_info->ii_ExpressionsState))->expr),
+            &check->functions);
+        part.planned_functions = true;
+        check->executable_by = InvalidOid;
+    }
     MemoryContextSwitchTo(previous);
     leave_as_owner(saved);
     return key;
@@ -217,11 +233,11 @@ enum class Outcome { hash, absent, null };
 // its column's range), `null` when an expression gives NULL (such a row is not indexed).
 // *first_column: the first value as its column's type, for routing.
 Outcome composite_key(FunctionCallInfo fcinfo, Relation index, IndexCheck *check,
-                      const CompositeCheck *composite, bool key_given, Oid run_as, KeyHash *h,
+                      CompositeCheck *composite, bool key_given, Oid run_as, KeyHash *h,
                       Datum *first_column) {
     CompositeKey key;
     for (int i = 0; i < composite->count; i++) {
-        const KeyPart &part = composite->parts[i];
+        KeyPart &part = composite->parts[i];
         Oid value_type;
         const Datum value = value_of_type(
             fcinfo, index, i + 1, key_given ? part.key_type : part.column_type, &value_type);
@@ -266,7 +282,7 @@ Datum check_composite(FunctionCallInfo fcinfo, const char *function, bool by_nam
     check_may_read(index, check, function);
     check_partitions_indexed(index, check);
     if (check->composite == nullptr) check->composite = prepare_composite(index, check);
-    const CompositeCheck *composite = check->composite;
+    CompositeCheck *composite = check->composite;
     Oid run_as = GetUserId();
     if (!key_given && composite->expressions) {
         if (has_owner_privileges(composite->heap_owner)) run_as = composite->heap_owner;
