@@ -15,13 +15,13 @@ OBJS = $(CORE_OBJS) src/pg/glue.o src/pg/bloom_type.o src/pg/bloom_ops.o \
        src/pg/toast_slices.o src/pg/statement_cache.o src/pg/stored_lookup.o \
        src/pg/bloom_agg.o src/pg/agg_budget.o src/pg/agg_state.o src/pg/agg_spill.o src/pg/agg_serial.o src/pg/maintained.o \
        src/pg/index_am.o src/pg/index_pages.o src/pg/index_build.o src/pg/index_access.o src/pg/index_contains.o src/pg/index_read.o src/pg/index_citus.o src/pg/index_verify.o \
-       src/pg/index_hash.o src/pg/init.o
+       src/pg/index_composite.o src/pg/index_hash.o src/pg/init.o
 DATA = bloomfilter--1.0.control bloomfilter--1.0.sql bloomfilter--1.0--1.1.sql bloomfilter--1.1--1.2.sql \
        bloomfilter--1.2--1.3.sql bloomfilter--1.3--1.4.sql \
        bloomfilter--1.4--2.0.sql bloomfilter--2.0.sql bloomfilter--2.0--2.1.sql \
        bloomfilter--2.1--2.2.sql
 REGRESS = million_emails types functions aggregates aggregate_nulls aggregate_memory aggregate_spill storage formats errors \
-          maintained privileges security index index_build index_privileges index_partitions index_owner_code index_reader_code index_execute index_names index_growth layered_values signup
+          maintained privileges security index index_build index_privileges index_partitions index_owner_code index_reader_code index_execute index_names index_growth index_composite layered_values signup
 REGRESS_OPTS = --outputdir=$(CURDIR)/build/regress
 # Isolation specs (specs/*.spec, expected/*.out): checks interleaved with concurrent DDL and
 # inserts. `make installcheck` runs them after REGRESS.

@@ -1,7 +1,8 @@
 -- bloomfilter 2.1 -> 2.2: checks that name the index by text, resolved at each call,
 -- bloom_index_contains_key, the check of an expression index's key as the index holds it, and
 -- bloom_index_layers, the layers of an index that grows (WITH (expansion = N)), and
--- bloom_index_shards, where the shards of a Citus table's index are.
+-- bloom_index_shards, where the shards of a Citus table's index are; the checks and bloom_hash
+-- of composite keys, for multicolumn indexes.
 \echo Use "ALTER EXTENSION bloomfilter UPDATE TO '2.2'" to load this file. \quit
 
 -- The index by name: resolved when each call runs (its table and the index locked, other
@@ -137,3 +138,124 @@ CREATE FUNCTION bloom_index_info(index pg_catalog.regclass,
     OUT layers pg_catalog.int4, OUT advice pg_catalog.text, OUT keys_beyond_rows pg_catalog.int8)
     AS 'MODULE_PATHNAME', 'bloom_index_info' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION bloom_index_info(pg_catalog.regclass) IS 'size, fill and estimated error rate of a bloomfilter index (summed over its layers), whether it needs a rebuild, advice: rebuild, or compact (REINDEX) a grown index, and the keys it holds past the rows VACUUM counted';
+
+-- Composite keys: the values of a multicolumn bloomfilter index's key columns (2 to 8), in
+-- column order, combined into one hash (docs/format.md, "Composite keys"). Each value is of any
+-- type, checked at the call against its column (42804 when the count or a type does not match);
+-- an untyped literal is read as its column's type. These take 3 to 9 arguments, so every call of
+-- the one-value forms above resolves as before; an index name as a quoted literal takes the text
+-- forms, as there. A NULL value gives NULL: a row with a NULL key column is not indexed.
+
+CREATE FUNCTION bloom_index_contains(index pg_catalog.text, value1 pg_catalog."any", value2 pg_catalog."any") RETURNS pg_catalog.bool
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_composite_named' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_index_contains(index pg_catalog.text, value1 pg_catalog."any", value2 pg_catalog."any", value3 pg_catalog."any") RETURNS pg_catalog.bool
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_composite_named' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_index_contains(index pg_catalog.text, value1 pg_catalog."any", value2 pg_catalog."any", value3 pg_catalog."any", value4 pg_catalog."any") RETURNS pg_catalog.bool
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_composite_named' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_index_contains(index pg_catalog.text, value1 pg_catalog."any", value2 pg_catalog."any", value3 pg_catalog."any", value4 pg_catalog."any", value5 pg_catalog."any") RETURNS pg_catalog.bool
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_composite_named' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_index_contains(index pg_catalog.text, value1 pg_catalog."any", value2 pg_catalog."any", value3 pg_catalog."any", value4 pg_catalog."any", value5 pg_catalog."any", value6 pg_catalog."any") RETURNS pg_catalog.bool
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_composite_named' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_index_contains(index pg_catalog.text, value1 pg_catalog."any", value2 pg_catalog."any", value3 pg_catalog."any", value4 pg_catalog."any", value5 pg_catalog."any", value6 pg_catalog."any", value7 pg_catalog."any") RETURNS pg_catalog.bool
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_composite_named' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_index_contains(index pg_catalog.text, value1 pg_catalog."any", value2 pg_catalog."any", value3 pg_catalog."any", value4 pg_catalog."any", value5 pg_catalog."any", value6 pg_catalog."any", value7 pg_catalog."any", value8 pg_catalog."any") RETURNS pg_catalog.bool
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_composite_named' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_index_contains(pg_catalog.text, pg_catalog."any", pg_catalog."any") IS 'false: no row of the named index''s table has this key, of 2 columns; true: one probably has';
+COMMENT ON FUNCTION bloom_index_contains(pg_catalog.text, pg_catalog."any", pg_catalog."any", pg_catalog."any") IS 'false: no row of the named index''s table has this key, of 3 columns; true: one probably has';
+COMMENT ON FUNCTION bloom_index_contains(pg_catalog.text, pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any") IS 'false: no row of the named index''s table has this key, of 4 columns; true: one probably has';
+COMMENT ON FUNCTION bloom_index_contains(pg_catalog.text, pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any") IS 'false: no row of the named index''s table has this key, of 5 columns; true: one probably has';
+COMMENT ON FUNCTION bloom_index_contains(pg_catalog.text, pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any") IS 'false: no row of the named index''s table has this key, of 6 columns; true: one probably has';
+COMMENT ON FUNCTION bloom_index_contains(pg_catalog.text, pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any") IS 'false: no row of the named index''s table has this key, of 7 columns; true: one probably has';
+COMMENT ON FUNCTION bloom_index_contains(pg_catalog.text, pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any") IS 'false: no row of the named index''s table has this key, of 8 columns; true: one probably has';
+
+CREATE FUNCTION bloom_index_contains(index pg_catalog.regclass, value1 pg_catalog."any", value2 pg_catalog."any") RETURNS pg_catalog.bool
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_composite' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_index_contains(index pg_catalog.regclass, value1 pg_catalog."any", value2 pg_catalog."any", value3 pg_catalog."any") RETURNS pg_catalog.bool
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_composite' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_index_contains(index pg_catalog.regclass, value1 pg_catalog."any", value2 pg_catalog."any", value3 pg_catalog."any", value4 pg_catalog."any") RETURNS pg_catalog.bool
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_composite' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_index_contains(index pg_catalog.regclass, value1 pg_catalog."any", value2 pg_catalog."any", value3 pg_catalog."any", value4 pg_catalog."any", value5 pg_catalog."any") RETURNS pg_catalog.bool
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_composite' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_index_contains(index pg_catalog.regclass, value1 pg_catalog."any", value2 pg_catalog."any", value3 pg_catalog."any", value4 pg_catalog."any", value5 pg_catalog."any", value6 pg_catalog."any") RETURNS pg_catalog.bool
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_composite' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_index_contains(index pg_catalog.regclass, value1 pg_catalog."any", value2 pg_catalog."any", value3 pg_catalog."any", value4 pg_catalog."any", value5 pg_catalog."any", value6 pg_catalog."any", value7 pg_catalog."any") RETURNS pg_catalog.bool
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_composite' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_index_contains(index pg_catalog.regclass, value1 pg_catalog."any", value2 pg_catalog."any", value3 pg_catalog."any", value4 pg_catalog."any", value5 pg_catalog."any", value6 pg_catalog."any", value7 pg_catalog."any", value8 pg_catalog."any") RETURNS pg_catalog.bool
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_composite' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_index_contains(pg_catalog.regclass, pg_catalog."any", pg_catalog."any") IS 'false: no row of the index''s table has this key, of 2 columns; true: one probably has';
+COMMENT ON FUNCTION bloom_index_contains(pg_catalog.regclass, pg_catalog."any", pg_catalog."any", pg_catalog."any") IS 'false: no row of the index''s table has this key, of 3 columns; true: one probably has';
+COMMENT ON FUNCTION bloom_index_contains(pg_catalog.regclass, pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any") IS 'false: no row of the index''s table has this key, of 4 columns; true: one probably has';
+COMMENT ON FUNCTION bloom_index_contains(pg_catalog.regclass, pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any") IS 'false: no row of the index''s table has this key, of 5 columns; true: one probably has';
+COMMENT ON FUNCTION bloom_index_contains(pg_catalog.regclass, pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any") IS 'false: no row of the index''s table has this key, of 6 columns; true: one probably has';
+COMMENT ON FUNCTION bloom_index_contains(pg_catalog.regclass, pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any") IS 'false: no row of the index''s table has this key, of 7 columns; true: one probably has';
+COMMENT ON FUNCTION bloom_index_contains(pg_catalog.regclass, pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any") IS 'false: no row of the index''s table has this key, of 8 columns; true: one probably has';
+
+CREATE FUNCTION bloom_index_contains_key(index pg_catalog.text, key1 pg_catalog."any", key2 pg_catalog."any") RETURNS pg_catalog.bool
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_key_composite_named' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_index_contains_key(index pg_catalog.text, key1 pg_catalog."any", key2 pg_catalog."any", key3 pg_catalog."any") RETURNS pg_catalog.bool
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_key_composite_named' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_index_contains_key(index pg_catalog.text, key1 pg_catalog."any", key2 pg_catalog."any", key3 pg_catalog."any", key4 pg_catalog."any") RETURNS pg_catalog.bool
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_key_composite_named' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_index_contains_key(index pg_catalog.text, key1 pg_catalog."any", key2 pg_catalog."any", key3 pg_catalog."any", key4 pg_catalog."any", key5 pg_catalog."any") RETURNS pg_catalog.bool
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_key_composite_named' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_index_contains_key(index pg_catalog.text, key1 pg_catalog."any", key2 pg_catalog."any", key3 pg_catalog."any", key4 pg_catalog."any", key5 pg_catalog."any", key6 pg_catalog."any") RETURNS pg_catalog.bool
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_key_composite_named' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_index_contains_key(index pg_catalog.text, key1 pg_catalog."any", key2 pg_catalog."any", key3 pg_catalog."any", key4 pg_catalog."any", key5 pg_catalog."any", key6 pg_catalog."any", key7 pg_catalog."any") RETURNS pg_catalog.bool
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_key_composite_named' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_index_contains_key(index pg_catalog.text, key1 pg_catalog."any", key2 pg_catalog."any", key3 pg_catalog."any", key4 pg_catalog."any", key5 pg_catalog."any", key6 pg_catalog."any", key7 pg_catalog."any", key8 pg_catalog."any") RETURNS pg_catalog.bool
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_key_composite_named' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_index_contains_key(pg_catalog.text, pg_catalog."any", pg_catalog."any") IS 'false: no row of the named index''s table has this key (the values of the index''s expressions), of 2 columns; true: one probably has';
+COMMENT ON FUNCTION bloom_index_contains_key(pg_catalog.text, pg_catalog."any", pg_catalog."any", pg_catalog."any") IS 'false: no row of the named index''s table has this key (the values of the index''s expressions), of 3 columns; true: one probably has';
+COMMENT ON FUNCTION bloom_index_contains_key(pg_catalog.text, pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any") IS 'false: no row of the named index''s table has this key (the values of the index''s expressions), of 4 columns; true: one probably has';
+COMMENT ON FUNCTION bloom_index_contains_key(pg_catalog.text, pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any") IS 'false: no row of the named index''s table has this key (the values of the index''s expressions), of 5 columns; true: one probably has';
+COMMENT ON FUNCTION bloom_index_contains_key(pg_catalog.text, pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any") IS 'false: no row of the named index''s table has this key (the values of the index''s expressions), of 6 columns; true: one probably has';
+COMMENT ON FUNCTION bloom_index_contains_key(pg_catalog.text, pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any") IS 'false: no row of the named index''s table has this key (the values of the index''s expressions), of 7 columns; true: one probably has';
+COMMENT ON FUNCTION bloom_index_contains_key(pg_catalog.text, pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any") IS 'false: no row of the named index''s table has this key (the values of the index''s expressions), of 8 columns; true: one probably has';
+
+CREATE FUNCTION bloom_index_contains_key(index pg_catalog.regclass, key1 pg_catalog."any", key2 pg_catalog."any") RETURNS pg_catalog.bool
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_key_composite' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_index_contains_key(index pg_catalog.regclass, key1 pg_catalog."any", key2 pg_catalog."any", key3 pg_catalog."any") RETURNS pg_catalog.bool
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_key_composite' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_index_contains_key(index pg_catalog.regclass, key1 pg_catalog."any", key2 pg_catalog."any", key3 pg_catalog."any", key4 pg_catalog."any") RETURNS pg_catalog.bool
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_key_composite' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_index_contains_key(index pg_catalog.regclass, key1 pg_catalog."any", key2 pg_catalog."any", key3 pg_catalog."any", key4 pg_catalog."any", key5 pg_catalog."any") RETURNS pg_catalog.bool
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_key_composite' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_index_contains_key(index pg_catalog.regclass, key1 pg_catalog."any", key2 pg_catalog."any", key3 pg_catalog."any", key4 pg_catalog."any", key5 pg_catalog."any", key6 pg_catalog."any") RETURNS pg_catalog.bool
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_key_composite' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_index_contains_key(index pg_catalog.regclass, key1 pg_catalog."any", key2 pg_catalog."any", key3 pg_catalog."any", key4 pg_catalog."any", key5 pg_catalog."any", key6 pg_catalog."any", key7 pg_catalog."any") RETURNS pg_catalog.bool
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_key_composite' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_index_contains_key(index pg_catalog.regclass, key1 pg_catalog."any", key2 pg_catalog."any", key3 pg_catalog."any", key4 pg_catalog."any", key5 pg_catalog."any", key6 pg_catalog."any", key7 pg_catalog."any", key8 pg_catalog."any") RETURNS pg_catalog.bool
+    AS 'MODULE_PATHNAME', 'bloom_index_contains_key_composite' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_index_contains_key(pg_catalog.regclass, pg_catalog."any", pg_catalog."any") IS 'false: no row of the index''s table has this key (the values of the index''s expressions), of 2 columns; true: one probably has';
+COMMENT ON FUNCTION bloom_index_contains_key(pg_catalog.regclass, pg_catalog."any", pg_catalog."any", pg_catalog."any") IS 'false: no row of the index''s table has this key (the values of the index''s expressions), of 3 columns; true: one probably has';
+COMMENT ON FUNCTION bloom_index_contains_key(pg_catalog.regclass, pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any") IS 'false: no row of the index''s table has this key (the values of the index''s expressions), of 4 columns; true: one probably has';
+COMMENT ON FUNCTION bloom_index_contains_key(pg_catalog.regclass, pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any") IS 'false: no row of the index''s table has this key (the values of the index''s expressions), of 5 columns; true: one probably has';
+COMMENT ON FUNCTION bloom_index_contains_key(pg_catalog.regclass, pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any") IS 'false: no row of the index''s table has this key (the values of the index''s expressions), of 6 columns; true: one probably has';
+COMMENT ON FUNCTION bloom_index_contains_key(pg_catalog.regclass, pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any") IS 'false: no row of the index''s table has this key (the values of the index''s expressions), of 7 columns; true: one probably has';
+COMMENT ON FUNCTION bloom_index_contains_key(pg_catalog.regclass, pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any") IS 'false: no row of the index''s table has this key (the values of the index''s expressions), of 8 columns; true: one probably has';
+
+COMMENT ON ACCESS METHOD bloomfilter IS 'a Bloom filter of a column, or of up to 8 (a composite key), kept current by PostgreSQL: checked with bloom_index_contains, never scanned';
+
+-- The hash of a composite key: bloom_hash of each value (an untyped literal as text), combined
+-- as a multicolumn index combines its columns' values.
+CREATE FUNCTION bloom_hash(value1 pg_catalog."any", value2 pg_catalog."any") RETURNS pg_catalog.int8
+    AS 'MODULE_PATHNAME', 'bloom_hash_composite' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_hash(value1 pg_catalog."any", value2 pg_catalog."any", value3 pg_catalog."any") RETURNS pg_catalog.int8
+    AS 'MODULE_PATHNAME', 'bloom_hash_composite' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_hash(value1 pg_catalog."any", value2 pg_catalog."any", value3 pg_catalog."any", value4 pg_catalog."any") RETURNS pg_catalog.int8
+    AS 'MODULE_PATHNAME', 'bloom_hash_composite' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_hash(value1 pg_catalog."any", value2 pg_catalog."any", value3 pg_catalog."any", value4 pg_catalog."any", value5 pg_catalog."any") RETURNS pg_catalog.int8
+    AS 'MODULE_PATHNAME', 'bloom_hash_composite' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_hash(value1 pg_catalog."any", value2 pg_catalog."any", value3 pg_catalog."any", value4 pg_catalog."any", value5 pg_catalog."any", value6 pg_catalog."any") RETURNS pg_catalog.int8
+    AS 'MODULE_PATHNAME', 'bloom_hash_composite' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_hash(value1 pg_catalog."any", value2 pg_catalog."any", value3 pg_catalog."any", value4 pg_catalog."any", value5 pg_catalog."any", value6 pg_catalog."any", value7 pg_catalog."any") RETURNS pg_catalog.int8
+    AS 'MODULE_PATHNAME', 'bloom_hash_composite' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION bloom_hash(value1 pg_catalog."any", value2 pg_catalog."any", value3 pg_catalog."any", value4 pg_catalog."any", value5 pg_catalog."any", value6 pg_catalog."any", value7 pg_catalog."any", value8 pg_catalog."any") RETURNS pg_catalog.int8
+    AS 'MODULE_PATHNAME', 'bloom_hash_composite' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_hash(pg_catalog."any", pg_catalog."any") IS 'the 64-bit hash that places a composite key of 2 values in a filter (format version 2)';
+COMMENT ON FUNCTION bloom_hash(pg_catalog."any", pg_catalog."any", pg_catalog."any") IS 'the 64-bit hash that places a composite key of 3 values in a filter (format version 2)';
+COMMENT ON FUNCTION bloom_hash(pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any") IS 'the 64-bit hash that places a composite key of 4 values in a filter (format version 2)';
+COMMENT ON FUNCTION bloom_hash(pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any") IS 'the 64-bit hash that places a composite key of 5 values in a filter (format version 2)';
+COMMENT ON FUNCTION bloom_hash(pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any") IS 'the 64-bit hash that places a composite key of 6 values in a filter (format version 2)';
+COMMENT ON FUNCTION bloom_hash(pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any") IS 'the 64-bit hash that places a composite key of 7 values in a filter (format version 2)';
+COMMENT ON FUNCTION bloom_hash(pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any", pg_catalog."any") IS 'the 64-bit hash that places a composite key of 8 values in a filter (format version 2)';

@@ -171,7 +171,8 @@ CREATE INDEX ON index_users USING bloomfilter (email) WITH (error_rate = 0);
 CREATE INDEX ON index_users USING bloomfilter (email) WITH (error_rate = 1);
 CREATE INDEX ON index_users USING bloomfilter (email) WITH (capacity = 0);
 CREATE INDEX ON index_users USING bloomfilter (email) WITH (fill = 3);
-CREATE INDEX ON index_users USING bloomfilter (email, id);
+-- Up to 8 key columns (sql/index_composite.sql).
+CREATE INDEX ON index_users USING bloomfilter (email, id, email, id, email, id, email, id, email);
 CREATE INDEX ON index_users USING bloomfilter (deleted_at);
 CREATE UNIQUE INDEX ON index_users USING bloomfilter (email);
 CREATE UNLOGGED TABLE index_unlogged (k text);

@@ -176,6 +176,21 @@ SELECT dblink_disconnect('regress_other');
 DROP EXTENSION dblink;
 DROP ROLE regress_bloom_ex_hashers;
 
+-- A multicolumn index with an expression part: the same at every check, first the writer, then
+-- the reader in the same session.
+ALTER TABLE regress_bloom_ex.accounts ADD COLUMN tenant int NOT NULL DEFAULT 1;
+CREATE INDEX accounts_tenant_md5 ON regress_bloom_ex.accounts
+  USING bloomfilter (tenant, md5(email)) WITH (capacity = 100);
+\c
+SET ROLE regress_bloom_ex_writer;
+SELECT bloom_index_contains('regress_bloom_ex.accounts_tenant_md5', 1, 'user7@mail.com') AS composite_writer;
+SET ROLE regress_bloom_ex_reader;
+SELECT bloom_index_contains('regress_bloom_ex.accounts_tenant_md5', 1, 'user7@mail.com') AS composite_reader;
+SELECT bloom_index_contains('regress_bloom_ex.accounts_tenant_md5'::regclass, 1, 'user7@mail.com') AS composite_reader_by_oid;
+SET ROLE regress_bloom_ex_writer;
+SELECT bloom_index_contains('regress_bloom_ex.accounts_tenant_md5', 1, 'user7@mail.com') AS composite_writer_again;
+RESET ROLE;
+
 GRANT EXECUTE ON FUNCTION md5(text) TO PUBLIC;
 SET client_min_messages = warning;
 DROP SCHEMA regress_bloom_ex CASCADE;

@@ -17,8 +17,10 @@ $primary->start;
 create_users($primary, 10000);
 # And an index that grows by layers from 1,000 keys: its pages added ahead, its first bits on
 # each, the layers published and the bits set afterwards all go through WAL.
+# A multicolumn index (a composite key, an expression column among them) grows the same way.
 $primary->safe_psql('postgres', q{CREATE TABLE grown (email text NOT NULL);
-	CREATE INDEX grown_email ON grown USING bloomfilter (email) WITH (capacity = 1000, expansion = 2)});
+	CREATE INDEX grown_email ON grown USING bloomfilter (email) WITH (capacity = 1000, expansion = 2);
+	CREATE INDEX grown_pair ON grown USING bloomfilter (lower(email), email) WITH (capacity = 1000, expansion = 2)});
 $primary->backup('backup');
 my $standby = PostgreSQL::Test::Cluster->new('standby');
 $standby->init_from_backup($primary, 'backup', has_streaming => 1);
@@ -26,8 +28,9 @@ $standby->start;
 
 # The filter's bytes and its false negatives over the table, on a node.
 my $filter = q{SELECT md5(bloom_index_filter('users_email_bloom')::bytea) || ' ' || md5(bloom_index_filter('users_email_ci_bloom')::bytea)
-	|| ' ' || md5(bloom_index_filter('grown_email')::bytea)};
-my $grown_missing = q{SELECT count(*) FROM grown WHERE NOT bloom_index_contains('grown_email', email)};
+	|| ' ' || md5(bloom_index_filter('grown_email')::bytea) || ' ' || md5(bloom_index_filter('grown_pair')::bytea)};
+my $grown_missing = q{SELECT count(*) FROM grown WHERE NOT bloom_index_contains('grown_email', email)
+	OR NOT bloom_index_contains('grown_pair', email, email)};
 my $missing = $MISSING_USERS;
 
 # Rows added after the standby's base backup reach it as generic WAL records.

@@ -55,7 +55,9 @@ $node->safe_psql('postgres', 'CHECKPOINT');
 sleep($crash_after / 2);
 my $committed_sql = q{SELECT (SELECT count(*) FROM committed) || ' ' || (SELECT count(*) FROM users) - 100000};
 my ($single_before, $index_before) = split / /, $node->safe_psql('postgres', $committed_sql);
-my $connected = $node->safe_psql('postgres', q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()});
+# A psql session that has just ended may still be listed as it exits: asked until it is gone.
+my $backends = q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()};
+my $connected = $node->poll_query_until('postgres', $backends, $clients) ? $clients : $node->safe_psql('postgres', $backends);
 is($connected, $clients, "$clients pgbench clients are adding when the postmaster is killed, after $crash_after s");
 kill9_and_restart($node);
 # pgbench fails once its connections break: expected here, but no SQL error may come before.

@@ -171,6 +171,30 @@ inline void store_u16(uint8_t *p, uint16_t v) {
     p[1] = uint8_t(v >> 8);
 }
 
+// A composite key: the values of a multicolumn index's key columns, in column order, or of
+// bloom_hash(a, b, ...). Each value is hashed alone as a key of its type (hash_bytes, version 2);
+// the key's hash is XXH3-64 of those hashes, 8 bytes little-endian each. Fixed-width parts make
+// the encoding unambiguous without a length or separator: ('ab', 'c') and ('a', 'bc') hash
+// different part hashes, and lists of other lengths hash inputs of other lengths. A key of one
+// part is that part's hash, so a one-column index places its keys as before.
+constexpr uint32_t kMaxKeyParts = 8;
+struct CompositeKey {
+    uint8_t bytes[8 * kMaxKeyParts];
+    uint32_t count = 0;
+    // Adds the next part's version 2 hash; false when the key has kMaxKeyParts parts already.
+    bool add(uint64_t part_hash) {
+        if (count == kMaxKeyParts) return false;
+        store_u64(bytes + 8 * count, part_hash);
+        count++;
+        return true;
+    }
+    // The key's version 2 hash (of at least one part).
+    KeyHash hash() const {
+        if (count == 1) return KeyHash{load_u64(bytes), 0};
+        return KeyHash{XXH3_64bits(bytes, 8 * size_t(count)), 0};
+    }
+};
+
 // Which block a key lives in: a multiply-shift range reduction of the version's block hash.
 inline uint64_t block_hash(KeyHash h, uint32_t version) {
     return version == kFormatVersion1 ? h.high : h.low;

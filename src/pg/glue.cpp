@@ -113,4 +113,22 @@ KeyKind key_kind_of(Oid type) {
     return KeyKind::bytes;
 }
 
+uint64_t value_hash(Datum value, Oid type) {
+    type = key_base_type(type);
+    switch (type) {
+        case UNKNOWNOID: {
+            const char *text = DatumGetCString(value);
+            return hash_bytes(kFormatVersion2, text, strlen(text)).low;
+        }
+        case INT2OID:
+            return hash_key(Int64GetDatum(DatumGetInt16(value)), KeyKind::int8, kFormatVersion2)
+                .low;
+        case INT4OID:
+            return hash_key(Int64GetDatum(DatumGetInt32(value)), KeyKind::int8, kFormatVersion2)
+                .low;
+        case VARCHAROID: return hash_key(value, KeyKind::bytes, kFormatVersion2).low;
+        default: return hash_key(value, key_kind_of(type), kFormatVersion2).low;
+    }
+}
+
 }  // namespace bloomfilter

@@ -90,6 +90,27 @@ inline KeyHash hash_key(Datum value, KeyKind kind, uint32_t version) {
     });
 }
 
+// A type's base type: the type itself for the key types (no catalog lookup, which would cost as
+// much as a check), a domain's base type otherwise.
+inline Oid key_base_type(Oid type) {
+    switch (type) {
+        case TEXTOID:
+        case VARCHAROID:
+        case BYTEAOID:
+        case INT2OID:
+        case INT4OID:
+        case INT8OID:
+        case UUIDOID:
+        case UNKNOWNOID: return type;
+        default: return getBaseType(type);
+    }
+}
+
+// A value's version 2 hash as one part of a composite key (docs/format.md): a value of any key
+// type or a domain over one, smallint and integer as the bigint of the value, varchar as text,
+// an untyped literal (unknown, a C string) as text. 42804 for another type.
+uint64_t value_hash(Datum value, Oid type);
+
 // The bytes of a key, for a check that hashes them once it knows the filter's version.
 struct KeyBytes {
     const void *data;

@@ -46,6 +46,9 @@ struct IndexCheck {
     IndexInfo *index_info;
     EState *estate;
     TupleTableSlot *slot;
+    // A multicolumn index's key columns, worked out by its first check in `context`
+    // (index_composite.cpp), or null.
+    struct CompositeCheck *composite;
 };
 
 // An index under a partitioned index, and the table it indexes.
@@ -140,5 +143,12 @@ void check_execute(IndexCheck *check);
 // Whether an expression runs nothing but code built into PostgreSQL: functions, operators, casts
 // and types of pg_catalog implemented in C, no domain coercion, no sub-query.
 bool expression_is_built_in(Node *expression);
+
+// Composite keys (index_composite.cpp). Raises 42804 unless the index has `values` key columns:
+// a check gives a value for each, in column order.
+void check_key_count(Relation index, int values, const char *function);
+// Whether a partitioned index's partitions may hold a key hashed already (index_contains.cpp):
+// `column_value`, of the index's first column's type, routes it when check->routable.
+bool partitions_hold(Relation index, IndexCheck *check, Datum column_value, KeyHash h);
 
 }  // namespace bloomfilter

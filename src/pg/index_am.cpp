@@ -67,8 +67,8 @@ void bloom_am_build_empty(Relation index) {
 bool bloom_am_insert(Relation index, Datum *values, bool *isnull, ItemPointer, Relation,
                      IndexUniqueCheck, bool, IndexInfo *) {
     Assert(CheckRelationLockedByMe(index, RowExclusiveLock, true));
-    if (isnull[0]) return false;
-    add_key(index, index_key_hash(index, values[0]));
+    KeyHash h;
+    if (index_row_hash(index, values, isnull, &h)) add_key(index, h);
     return false;
 }
 
@@ -153,6 +153,32 @@ void bloom_am_end_scan(IndexScanDesc) {}
 
 namespace bloomfilter {
 
+bool index_row_hash(Relation index, const Datum *values, const bool *isnull, KeyHash *h) {
+    const int columns = IndexRelationGetNumberOfKeyAttributes(index);
+    if (columns == 1) {
+        if (isnull[0]) return false;
+        *h = index_key_hash(index, values[0]);
+        return true;
+    }
+    CompositeKey key;
+    for (int i = 0; i < columns; i++) {
+        if (isnull[i]) return false;
+        FmgrInfo *hash = index_getprocinfo(index, AttrNumber(i + 1), 1);
+        if (!key.add(uint64_t(
+                DatumGetInt64(FunctionCall1Coll(hash, index->rd_indcollation[i], values[i])))))
+            check_key_columns(index);
+    }
+    *h = key.hash();
+    return true;
+}
+
+void check_key_columns(Relation index) {
+    if (IndexRelationGetNumberOfKeyAttributes(index) > int(kMaxKeyParts))
+        ereport(ERROR,
+                (errcode(ERRCODE_TOO_MANY_COLUMNS),
+                 errmsg("a bloomfilter index can have at most %u key columns", kMaxKeyParts)));
+}
+
 bool is_bloomfilter_index(Relation index) {
     return (index->rd_rel->relkind == RELKIND_INDEX ||
             index->rd_rel->relkind == RELKIND_PARTITIONED_INDEX) &&
@@ -189,7 +215,7 @@ extern "C" Datum bloom_index_handler(PG_FUNCTION_ARGS) {
     am->amcanorderbyop = false;
     am->amcanbackward = false;
     am->amcanunique = false;
-    am->amcanmulticol = false;
+    am->amcanmulticol = true;
     am->amoptionalkey = false;
     am->amsearcharray = false;
     am->amsearchnulls = false;

@@ -212,8 +212,9 @@ struct BuildState {
 void build_callback(Relation index, ItemPointer, Datum *values, bool *isnull, bool, void *arg) {
     BuildState *state = static_cast<BuildState *>(arg);
     state->tuples += 1;
-    if (isnull[0]) return;
-    state->filter.add(index_key_hash(index, values[0]));
+    KeyHash h;
+    if (!index_row_hash(index, values, isnull, &h)) return;
+    state->filter.add(h);
     state->inserted++;
 }
 
@@ -247,8 +248,9 @@ void sorted_build_callback(Relation index, ItemPointer, Datum *values, bool *isn
                            void *arg) {
     SortedBuildState *state = static_cast<SortedBuildState *>(arg);
     state->tuples += 1;
-    if (isnull[0]) return;
-    const uint64_t h = index_key_hash(index, values[0]).low;
+    KeyHash key;
+    if (!index_row_hash(index, values, isnull, &key)) return;
+    const uint64_t h = key.low;
     tuplesort_putdatum(state->sort, Int64GetDatum(int64(h ^ kSignBit)), false);
     state->inserted++;
 }
@@ -331,6 +333,7 @@ void build_sorted(Relation heap, Relation index, IndexInfo *index_info, const Bu
 IndexBuildResult *bloom_am_build(Relation heap, Relation index, IndexInfo *index_info) {
     if (RelationGetNumberOfBlocks(index) != 0)
         elog(ERROR, "index \"%s\" already contains data", RelationGetRelationName(index));
+    check_key_columns(index);
     const BuildOptions options = build_options(index);
     const Parameters parameters = index_parameters(options);
     const bool layered = options.expansion > 0;

@@ -225,6 +225,7 @@ IndexCheck *open_for_check(FunctionCallInfo fcinfo, const char *function, bool b
     Relation index = open_bloomfilter_index(index_oid, heap_oid);
     *opened = index;
     IndexCheck *check = index_check(index);
+    check_key_count(index, 1, function);
     // The same privileges for a Citus table's index, whose shards' nodes check them again.
     *sharded = citus_table(check->heap_oid);
     check_may_read_shards(index, check, function);
@@ -426,6 +427,17 @@ Datum check_index(FunctionCallInfo fcinfo, const char *function, bool by_name, b
 }  // namespace
 
 namespace bloomfilter {
+
+bool partitions_hold(Relation index, IndexCheck *check, Datum column_value, KeyHash h) {
+    for (;;) {
+        if (partitions_contain(check, check->heap_oid, check->routable, check->index_oid,
+                               column_value, h))
+            return true;
+        if (check->valid) return false;
+        check = index_check(index);
+        check_partitions_indexed(index, check);
+    }
+}
 
 // bloom_index_contains_key(index, key) called from C: a call expression of the key's type stands
 // for the SQL one (check_index reads the argument's type from it).

@@ -197,6 +197,12 @@ bool is_bloomfilter_index(Relation index);
 
 // The key's 64-bit hash (format version 2), by the operator class's support function 1.
 KeyHash index_key_hash(Relation index, Datum value);
+// The key of an index row (index_am.cpp): its one column's hash (index_key_hash), or the
+// composite hash of every key column's (CompositeKey, docs/format.md). False when a key column
+// is NULL: the row is not indexed, as a unique constraint ignores it.
+bool index_row_hash(Relation index, const Datum *values, const bool *isnull, KeyHash *h);
+// Raises 54011 for an index of more key columns than a composite key has parts.
+void check_key_columns(Relation index);
 
 // Sets the key's bits in the index's pages, logged.
 void add_key(Relation index, KeyHash h);

@@ -37,8 +37,9 @@ void verify_callback(Relation index, ItemPointer tid, Datum *values, bool *isnul
                      void *arg) {
     VerifyState *state = static_cast<VerifyState *>(arg);
     state->rows++;
-    if (isnull[0]) return;  // NULL keys are never added
-    if (!index_contains(index, index_key_hash(index, values[0])))
+    KeyHash h;
+    if (!index_row_hash(index, values, isnull, &h)) return;  // NULL keys are never added
+    if (!index_contains(index, h))
         ereport(
             ERROR,
             (errcode(ERRCODE_INDEX_CORRUPTED),
@@ -66,9 +67,11 @@ int64 verify_leaf(Relation index) {
                     RelationGetRelationName(index)),
              errhint("Run bloom_index_verify in a new transaction.")));
     IndexInfo *info = makeNode(IndexInfo);
-    info->ii_NumIndexAttrs = 1;
-    info->ii_NumIndexKeyAttrs = 1;
-    info->ii_IndexAttrNumbers[0] = index->rd_index->indkey.values[0];
+    const int columns = IndexRelationGetNumberOfKeyAttributes(index);
+    info->ii_NumIndexAttrs = columns;
+    info->ii_NumIndexKeyAttrs = columns;
+    for (int i = 0; i < columns; i++)
+        info->ii_IndexAttrNumbers[i] = index->rd_index->indkey.values[i];
     // As stored in pg_index, planned by the scan as the owner (see prepare_index_check).
     info->ii_Expressions =
         reinterpret_cast<List *>(stored_index_expression(index, Anum_pg_index_indexprs));

@@ -11,6 +11,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "../../src/core/bloom.hpp"
@@ -291,6 +292,56 @@ TEST(Hashing, Xxh3KnownAnswer) {
         KeyHash c = hash_bytes(version, "user7@mail.co", 13);
         EXPECT_FALSE(a.high == c.high && a.low == c.low);
     }
+}
+
+// A composite key: XXH3-64 of its parts' hashes, 8 bytes little-endian each; one part is its own
+// hash (a one-column index is unchanged). Kept on the stack of glue that may longjmp.
+static_assert(std::is_trivially_destructible<CompositeKey>::value, "no destructor to skip");
+
+namespace {
+
+uint64_t part(const std::string &key) {
+    return hash_bytes(kFormatVersion2, key.data(), key.size()).low;
+}
+uint64_t part(int64_t key) {
+    uint8_t bytes[8];
+    store_u64(bytes, uint64_t(key));
+    return hash_bytes(kFormatVersion2, bytes, 8).low;
+}
+uint64_t composite(std::initializer_list<uint64_t> parts) {
+    CompositeKey key;
+    for (uint64_t p : parts) EXPECT_TRUE(key.add(p));
+    return key.hash().low;
+}
+
+}  // namespace
+
+TEST(Hashing, CompositeKeys) {
+    EXPECT_EQ(composite({part("abc")}), part("abc"));
+    EXPECT_EQ(composite({part(42)}), part(42));
+    // The definition, spelled out.
+    uint8_t bytes[16];
+    store_u64(bytes, part("t1"));
+    store_u64(bytes + 8, part("x"));
+    EXPECT_EQ(composite({part("t1"), part("x")}), XXH3_64bits(bytes, 16));
+    EXPECT_EQ(composite({part("t1"), part("x")}), composite({part("t1"), part("x")}));
+    EXPECT_NE(composite({part("t1"), part("x")}), composite({part("t2"), part("x")}));
+    // No separator to confuse: the parts have fixed widths.
+    EXPECT_NE(composite({part("ab"), part("c")}), composite({part("a"), part("bc")}));
+    EXPECT_NE(composite({part("a"), part("b")}), composite({part("b"), part("a")}));
+    EXPECT_NE(composite({part(""), part("a")}), composite({part("a"), part("")}));
+    // A bigint's 8 bytes are not its decimal text.
+    EXPECT_NE(composite({part(42), part("x")}), composite({part("42"), part("x")}));
+    // Lists of other lengths hash inputs of other lengths.
+    EXPECT_NE(composite({part("a"), part("b")}), composite({part("a"), part("b"), part("")}));
+    EXPECT_NE(composite({part("a"), part("a")}), part("a"));
+    CompositeKey full;
+    for (uint32_t i = 0; i < kMaxKeyParts; i++) EXPECT_TRUE(full.add(part(int64_t(i))));
+    EXPECT_FALSE(full.add(part(int64_t(8))));
+    EXPECT_EQ(full.count, kMaxKeyParts);
+    uint8_t all[8 * kMaxKeyParts];
+    for (uint32_t i = 0; i < kMaxKeyParts; i++) store_u64(all + 8 * i, part(int64_t(i)));
+    EXPECT_EQ(full.hash().low, XXH3_64bits(all, sizeof all));
 }
 
 // The version 2 multipliers: the table holds the formula's first values, all odd and distinct.

@@ -201,6 +201,23 @@ export function keyHash(key: Key, version: number = FORMAT_VERSION_2, type?: Key
   return xxh3.xxh64(input);
 }
 
+/** The most values a composite key has: a multicolumn index's key columns. */
+export const MAX_KEY_PARTS = 8;
+
+/** The hash of a composite key, unsigned: a multicolumn index's key, SQL's bloom_hash(a, b, ...).
+ * Each value's version 2 hash (keyHash), 8 bytes little-endian each in column order, hashed
+ * again with XXH3_64; a key of one value is that value's hash (docs/format.md, "Composite
+ * keys"). */
+export function compositeHash(values: readonly Key[]): bigint {
+  if (values.length < 1 || values.length > MAX_KEY_PARTS) {
+    throw new RangeError(`a composite key has 1 to ${MAX_KEY_PARTS} values, not ${values.length}`);
+  }
+  if (values.length === 1) return keyHash(values[0]);
+  const parts = Buffer.alloc(8 * values.length);
+  values.forEach((value, i) => parts.writeBigUInt64LE(keyHash(value), 8 * i));
+  return xxh3.xxh64(parts);
+}
+
 /** SQL's bloom_shard(key, shards): a shard number in [0, shards), from hash bits independent of
  * the positions a filter sets for the key. */
 export function shardOf(key: Key, shards: number, type?: KeyType): number {

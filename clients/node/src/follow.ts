@@ -64,6 +64,7 @@ export class UnsupportedIndexError extends Error {
 // colliculocale in PostgreSQL 15 and 16, colllocale from 17: read through to_jsonb).
 const DESCRIBE = `
 SELECT i.indexrelid::oid AS oid, i.indkey[0] = 0 AS is_expression, pg_catalog.pg_backend_pid() AS pid,
+       i.indnkeyatts::int AS key_columns,
        pg_catalog.pg_get_indexdef(i.indexrelid, 1, true) AS definition,
        -- A domain's keys are its base type's.
        (WITH RECURSIVE b AS (SELECT t.oid, t.typbasetype FROM pg_catalog.pg_type t WHERE t.oid = ia.atttypid
@@ -862,6 +863,11 @@ export class IndexFollower extends EventEmitter implements IndexChecker {
     }
     if (row.access_method !== "bloomfilter") {
       throw new UnsupportedIndexError(`${name} is not a bloomfilter index (it uses ${row.access_method})`);
+    }
+    // A multicolumn index holds composite keys: a check of one value would answer "absent".
+    if (row.key_columns !== 1) {
+      throw new UnsupportedIndexError(`index ${name} has ${row.key_columns} key columns: the follower checks one-column `
+        + "indexes only; check this index in SQL with bloom_index_contains(index, value1, value2, ...)");
     }
     const keyType = KEY_TYPES[row.key_type] ?? null;
     if (!row.is_expression) return { oid: row.oid, keyType, transform: null };

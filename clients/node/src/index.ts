@@ -2,7 +2,8 @@
 // bloomfilter in the application's own memory.
 export {
   Filter, Uuid, BloomFormatError, NewerFormatVersionError, MESSAGES, FORMAT_VERSIONS, FORMAT_VERSION_1, FORMAT_VERSION_2,
-  FORMAT_VERSION_LAYERED, HEADER_BYTES, keyBytes, keyHash, shardOf, readHeader, readLayers, positionMultiplier,
+  FORMAT_VERSION_LAYERED, HEADER_BYTES, keyBytes, keyHash, compositeHash, MAX_KEY_PARTS, shardOf, readHeader, readLayers,
+  positionMultiplier,
 } from "./core.js";
 export type { Key, KeyType, Info, Header, Layer, LayeredHeader, Status } from "./core.js";
 export { CLIENT_NAME, CLIENT_VERSION } from "./version.js";

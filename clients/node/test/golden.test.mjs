@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import {
   Filter, Uuid, BloomFormatError, NewerFormatVersionError, MESSAGES, CLIENT_VERSION, FORMAT_VERSION_LAYERED, keyBytes, keyHash,
-  shardOf,
+  shardOf, compositeHash,
 } from "pg-bloomfilter";
 
 const GOLDEN = process.env.BLOOMFILTER_GOLDEN
@@ -53,6 +53,19 @@ test("key bytes, hashes and shards", () => {
     }
     if (entry.type === "bytea") assert.equal(keyHash(new Uint8Array(key)), keyHash(key));
   }
+});
+
+test("composite keys: each part's hash and the key's", () => {
+  for (const entry of VECTORS.composite) {
+    const values = entry.parts.map(jsKey);
+    const what = entry.parts.map((p) => `${p.type} ${p.key}`).join(", ");
+    assert.deepEqual(values.map((v) => BigInt.asIntN(64, keyHash(v)).toString()), entry.parts.map((p) => p.bloom_hash), what);
+    assert.equal(hex64(compositeHash(values)), entry.hash_v2, what);
+    assert.equal(BigInt.asIntN(64, compositeHash(values)).toString(), entry.bloom_hash, what);
+  }
+  assert.equal(compositeHash(["abc"]), keyHash("abc"));
+  assert.throws(() => compositeHash([]), RangeError);
+  assert.throws(() => compositeHash([1, 2, 3, 4, 5, 6, 7, 8, 9]), RangeError);
 });
 
 test("filters: sizing, headers, positions and bytes", () => {

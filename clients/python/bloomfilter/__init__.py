@@ -14,8 +14,9 @@ bloomfilter.citus.CitusIndexFollower(coordinator, "users_email_bloom").
 """
 
 from ._core import (FORMAT_VERSION_LAYERED, FORMAT_VERSIONS, Filter, Info, LayeredFilter,
-                    UnsupportedVersionError, __version__, accelerator, key_bytes, key_hash,
-                    shard_of)
+                    UnsupportedVersionError, __version__, accelerator, composite_hash, key_bytes,
+                    key_hash, shard_of)
 
-__all__ = ["Filter", "LayeredFilter", "Info", "shard_of", "key_bytes", "key_hash", "FORMAT_VERSIONS",
+__all__ = ["Filter", "LayeredFilter", "Info", "shard_of", "key_bytes", "key_hash", "composite_hash",
+           "FORMAT_VERSIONS",
            "FORMAT_VERSION_LAYERED", "UnsupportedVersionError", "accelerator", "__version__"]

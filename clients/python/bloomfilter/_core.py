@@ -269,6 +269,23 @@ def key_hash(key, version=FORMAT_VERSION_2):
     return xxhash.xxh3_64_intdigest(data)
 
 
+MAX_KEY_PARTS = 8
+_PART = struct.Struct("<Q")
+
+
+def composite_hash(values):
+    """The hash of a composite key, as an unsigned number: the key of a multicolumn index's row,
+    what SQL's bloom_hash(a, b, ...) returns. Each value's version 2 hash (key_hash), 8 bytes
+    little-endian each in column order, hashed again with XXH3; a key of one value is that
+    value's hash (docs/format.md, "Composite keys")."""
+    values = tuple(values)
+    if not 1 <= len(values) <= MAX_KEY_PARTS:
+        raise ValueError("a composite key has 1 to %d values, not %d" % (MAX_KEY_PARTS, len(values)))
+    if len(values) == 1:
+        return key_hash(values[0])
+    return xxhash.xxh3_64_intdigest(b"".join(_PART.pack(key_hash(value)) for value in values))
+
+
 def shard_of(key, shards):
     """SQL's bloom_shard(key, shards): a shard number in [0, shards), independent of the bits a
     filter sets for the key."""

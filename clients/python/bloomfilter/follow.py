@@ -89,7 +89,7 @@ SELECT i.indexrelid::oid, i.indkey[0] = 0, pg_catalog.pg_get_indexdef(i.indexrel
             ELSE CASE d.datlocprovider WHEN 'i'
                  THEN COALESCE(pg_catalog.to_jsonb(d) ->> 'datlocale', pg_catalog.to_jsonb(d) ->> 'daticulocale')
                  ELSE d.datctype::text END END,
-       pg_catalog.pg_backend_pid()
+       i.indnkeyatts, pg_catalog.pg_backend_pid()
   FROM pg_catalog.pg_index i
   JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
   JOIN pg_catalog.pg_am am ON am.oid = c.relam
@@ -208,12 +208,17 @@ def _key_rules(index_name, rows, columns):
     expression index, its table's _COLUMNS rows."""
     if not rows:
         raise LookupError("index %s not found" % index_name)
-    oid, is_expression, definition, key_type, access_method, ctype = rows[0]
+    oid, is_expression, definition, key_type, access_method, ctype, key_columns = rows[0]
     definition, key_type, access_method, ctype = map(
         _text, (definition, key_type, access_method, ctype))
     if access_method != "bloomfilter":
         raise UnsupportedIndexError("%s is not a bloomfilter index (it uses %s)"
                                     % (index_name, access_method))
+    # A multicolumn index holds composite keys: a check of one value would answer "absent".
+    if key_columns != 1:
+        raise UnsupportedIndexError(
+            "index %s has %d key columns: the follower checks one-column indexes only; check this "
+            "index in SQL with bloom_index_contains(index, value1, value2, ...)" % (index_name, key_columns))
     key_type = _KEY_TYPES.get(key_type)
     if not is_expression:
         return oid, key_type, None

@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 import bloomfilter
-from bloomfilter import Filter, key_bytes, key_hash, shard_of
+from bloomfilter import Filter, composite_hash, key_bytes, key_hash, shard_of
 from bloomfilter import _core
 
 GOLDEN = os.environ.get("BLOOMFILTER_GOLDEN") or os.path.join(
@@ -48,6 +48,27 @@ def test_key_hashes_and_shards(entry):
     signed = key_hash(key) - (1 << 64) if key_hash(key) >= 1 << 63 else key_hash(key)
     assert signed == entry["bloom_hash"]
     assert [shard_of(key, n) for n in VECTORS["shard_counts"]] == entry["shards"]
+
+
+def signed(h):
+    return h - (1 << 64) if h >= 1 << 63 else h
+
+
+@pytest.mark.parametrize("entry", VECTORS["composite"],
+                         ids=lambda e: ",".join("%s:%s" % (p["type"], p["key"][:8]) for p in e["parts"]))
+def test_composite_hashes(entry):
+    values = [python_key(part) for part in entry["parts"]]
+    assert [signed(key_hash(value)) for value in values] == [part["bloom_hash"] for part in entry["parts"]]
+    assert "%016x" % composite_hash(values) == entry["hash_v2"]
+    assert signed(composite_hash(values)) == entry["bloom_hash"]
+
+
+def test_composite_hash_arity():
+    assert composite_hash(["abc"]) == key_hash("abc")
+    assert composite_hash(("t1", "x")) != composite_hash(("t2", "x"))
+    for values in ([], list(range(9))):
+        with pytest.raises(ValueError):
+            composite_hash(values)
 
 
 @pytest.mark.parametrize("spec", VECTORS["filters"],
