@@ -140,6 +140,10 @@ void add_executed_functions(Node *expression, List **functions);
 // Errors as the executor does (42501, "permission denied for function ...") unless the current
 // user may execute each of the expression's functions.
 void check_execute(IndexCheck *check);
+// An index expression (`info`, of one key column) of a value of the table's column `column`,
+// as `run_as`, EXECUTE checked (index_contains.cpp).
+Datum evaluate_index_expression(IndexCheck *check, IndexInfo *info, AttrNumber column,
+                                bool *planned, Oid run_as, Datum column_value, bool *is_null);
 // Whether an expression runs nothing but code built into PostgreSQL: functions, operators, casts
 // and types of pg_catalog implemented in C, no domain coercion, no sub-query.
 bool expression_is_built_in(Node *expression);

@@ -141,44 +141,8 @@ CompositeCheck *prepare_composite(Relation index, IndexCheck *check) {
 // restrictions of enter_as_owner, as bloom_index_contains runs a one-column index's.
 Datum evaluate_part(IndexCheck *check, KeyPart &part, Oid run_as, Datum column_value,
                     bool *is_null) {
-    TupleTableSlot *slot = check->slot;
-    ExecClearTuple(slot);
-    for (int i = 0; i < slot->tts_tupleDescriptor->natts; i++) {
-        slot->tts_values[i] = (Datum)0;
-        slot->tts_isnull[i] = true;
-    }
-    slot->tts_values[part.column - 1] = column_value;
-    slot->tts_isnull[part.column - 1] = false;
-    ExecStoreVirtualTuple(slot);
-    GetPerTupleExprContext(check->estate)->ecxt_scantuple = slot;
-    const AsOwner saved = enter_as_owner(run_as);
-    check_execute(check);
-    MemoryContext previous = MemoryContextSwitchTo(GetPerTupleMemoryContext(check->estate));
-    Datum key;
-    check->in_use = true;
-    PG_TRY();
-    { FormIndexDatum(part.index_info, slot, check->estate, &key, is_null); }
-    PG_CATCH();
-    {
-        check->in_use = false;
-        PG_RE_THROW();
-    }
-    PG_END_TRY();
-    check->in_use = false;
-    // The first evaluation planned the expression: what the planner made of it (an inlined SQL
-    // function's body) is checked from the next one on, as in evaluate_expression.
-    if (!part.planned_functions && part.index_info->ii_ExpressionsState != NIL) {
-        MemoryContextSwitchTo(check->context);
-        add_executed_functions(
-            reinterpret_cast<Node *>(
-                static_cast<ExprState *>(linitial(part.index_info->ii_ExpressionsState))->expr),
-            &check->functions);
-        part.planned_functions = true;
-        check->executable_by = InvalidOid;
-    }
-    MemoryContextSwitchTo(previous);
-    leave_as_owner(saved);
-    return key;
+    return evaluate_index_expression(check, part.index_info, part.column, &part.planned_functions,
+                                     run_as, column_value, is_null);
 }
 
 // The value as the column's type, or false when no value of the column's type can equal it (an

@@ -267,18 +267,25 @@ IndexCheck *open_for_check(FunctionCallInfo fcinfo, const char *function, bool b
     return check;
 }
 
-// The index's expression of a value of its column, evaluated in the check's per-tuple memory
-// (reset by the caller). The expression's functions are the table owner's code: they run as
-// `run_as` (open_for_check's choice), under the restrictions of enter_as_owner.
-Datum evaluate_expression(IndexCheck *check, Oid run_as, Datum column_value, bool *is_null) {
+}  // namespace
+
+namespace bloomfilter {
+
+// The expression of `info` (of one key column) of a value of the table's column `column`,
+// evaluated in the check's per-tuple memory (reset by the caller). The expression's functions are
+// the table owner's code: they run as `run_as` (open_for_check's choice), under the restrictions
+// of enter_as_owner, and EXECUTE on each is checked first (check_execute). *planned: the
+// functions of the planned expression are in the check's.
+Datum evaluate_index_expression(IndexCheck *check, IndexInfo *info, AttrNumber column,
+                                bool *planned, Oid run_as, Datum column_value, bool *is_null) {
     TupleTableSlot *slot = check->slot;
     ExecClearTuple(slot);
     for (int i = 0; i < slot->tts_tupleDescriptor->natts; i++) {
         slot->tts_values[i] = (Datum)0;
         slot->tts_isnull[i] = true;
     }
-    slot->tts_values[check->column - 1] = column_value;
-    slot->tts_isnull[check->column - 1] = false;
+    slot->tts_values[column - 1] = column_value;
+    slot->tts_isnull[column - 1] = false;
     ExecStoreVirtualTuple(slot);
     GetPerTupleExprContext(check->estate)->ecxt_scantuple = slot;
     const AsOwner saved = enter_as_owner(run_as);
@@ -287,7 +294,7 @@ Datum evaluate_expression(IndexCheck *check, Oid run_as, Datum column_value, boo
     Datum key;
     check->in_use = true;
     PG_TRY();
-    { FormIndexDatum(check->index_info, slot, check->estate, &key, is_null); }
+    { FormIndexDatum(info, slot, check->estate, &key, is_null); }
     PG_CATCH();
     {
         check->in_use = false;
@@ -297,18 +304,28 @@ Datum evaluate_expression(IndexCheck *check, Oid run_as, Datum column_value, boo
     check->in_use = false;
     // The first evaluation planned the expression (as run_as) and checked EXECUTE on what the
     // planner made of it, an inlined SQL function's body included: later ones check that too.
-    if (!check->planned_functions && check->index_info->ii_ExpressionsState != NIL) {
+    if (!*planned && info->ii_ExpressionsState != NIL) {
         MemoryContextSwitchTo(check->context);
         add_executed_functions(
             reinterpret_cast<Node *>(
-                static_cast<ExprState *>(linitial(check->index_info->ii_ExpressionsState))->expr),
+                static_cast<ExprState *>(linitial(info->ii_ExpressionsState))->expr),
             &check->functions);
-        check->planned_functions = true;
+        *planned = true;
         check->executable_by = InvalidOid;
     }
     MemoryContextSwitchTo(previous);
     leave_as_owner(saved);
     return key;
+}
+
+}  // namespace bloomfilter
+
+namespace {
+
+// A one-column expression index's expression of a value of its column.
+Datum evaluate_expression(IndexCheck *check, Oid run_as, Datum column_value, bool *is_null) {
+    return evaluate_index_expression(check, check->index_info, check->column,
+                                     &check->planned_functions, run_as, column_value, is_null);
 }
 
 enum class KeyOutcome { hash, absent, null };
