@@ -21,7 +21,7 @@ DATA = bloomfilter--1.0.control bloomfilter--1.0.sql bloomfilter--1.0--1.1.sql b
        bloomfilter--1.4--2.0.sql bloomfilter--2.0.sql bloomfilter--2.0--2.1.sql \
        bloomfilter--2.1--2.2.sql
 REGRESS = million_emails types functions aggregates aggregate_nulls aggregate_memory aggregate_spill storage formats errors \
-          maintained privileges security index index_build index_privileges index_partitions index_owner_code index_reader_code index_execute index_names index_growth index_composite layered_values signup
+          maintained privileges security index index_build index_privileges index_partitions index_owner_code index_reader_code index_execute index_names index_growth index_composite layered_values signup signup_tenant
 REGRESS_OPTS = --outputdir=$(CURDIR)/build/regress
 # Isolation specs (specs/*.spec, expected/*.out): checks interleaved with concurrent DDL and
 # inserts. `make installcheck` runs them after REGRESS.
