@@ -3,7 +3,7 @@
 # (1,176 KiB, k = 7), a bloomfilter index made with no options (it grows) and one of fixed size
 # built beside the unique btree, with their layers and sizes, the article's two checks, every registered
 # email found, the false-positive rate, the sign_up procedure of test/examples/signup.sql turning
-# a duplicate away, and sign-ups through the Python client's example
+# a duplicate away, a composite (tenant_id, email) check with test/examples/signup_tenant.sql, and sign-ups through the Python client's example
 # (clients/python/examples/signup.py) when its packages are there. Fails when an answer is wrong.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -103,6 +103,30 @@ EXCEPTION WHEN unique_violation THEN
   IF SQLERRM NOT LIKE 'email % is already registered' THEN RAISE; END IF;
   RAISE NOTICE 'sign_up(''user7@mail.com''): % (SQLSTATE %)', SQLERRM, SQLSTATE;
 END $$;
+
+\echo '== A composite key (test/examples/signup_tenant.sql): UNIQUE (tenant_id, email), one index on the two columns'
+CREATE TABLE accounts (id bigserial PRIMARY KEY, tenant_id bigint NOT NULL, email text NOT NULL,
+                       UNIQUE (tenant_id, email));
+INSERT INTO accounts (tenant_id, email)
+  SELECT t, 'user' || i || '@mail.com' FROM generate_series(1, 100) t, generate_series(1, 1000) i;
+INSERT INTO accounts (tenant_id, email) VALUES (1, 'alice@mail.com');
+\i test/examples/signup_tenant.sql
+SELECT bloom_index_contains('accounts_tenant_email_bloom', 1, 'alice@mail.com') AS tenant1,
+       bloom_index_contains('accounts_tenant_email_bloom', 2, 'alice@mail.com') AS tenant2 \gset
+SELECT :'tenant1' AS "(1, alice@mail.com) (true: probably taken)",
+       :'tenant2' AS "(2, alice@mail.com) (false: certainly not)";
+SELECT pg_temp.expect(:'tenant1' AND NOT :'tenant2', '(1, alice@mail.com) present, (2, alice@mail.com) absent') \g /dev/null
+CALL sign_up_tenant(2, 'alice@mail.com');
+DO $$
+BEGIN
+  CALL sign_up_tenant(1, 'alice@mail.com');
+  RAISE EXCEPTION 'demo: sign_up_tenant took a registered pair';
+EXCEPTION WHEN unique_violation THEN
+  IF SQLERRM NOT LIKE 'email % is already registered in tenant %' THEN RAISE; END IF;
+  RAISE NOTICE 'sign_up_tenant(2, ''alice@mail.com''): taken in; sign_up_tenant(1, ''alice@mail.com''): % (SQLSTATE %)', SQLERRM, SQLSTATE;
+END $$;
+SELECT pg_temp.expect((SELECT count(*) = 2 FROM accounts WHERE email = 'alice@mail.com'),
+                      'alice@mail.com in tenants 1 and 2') \g /dev/null
 SQL
 
 echo
