@@ -33,6 +33,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PACKAGE = os.path.dirname(HERE)
 INDEX = "accounts_user_email_bloom"
 LOWER_INDEX = "accounts_user_email_lower_bloom"
+MEMBER_INDEX = "accounts_member_bloom"  # (tenant_id, email)
+MEMBER_LOWER_INDEX = "accounts_member_lower_bloom"  # (tenant_id, lower(email))
 INTERVAL = 0.2  # the follower's, in django_project/accounts/apps.py
 
 
@@ -113,8 +115,22 @@ def test_index_deconstructs_to_its_public_path():
     assert BloomfilterIndex.suffix == "bloomfilter" and index.max_name_length == 38
 
 
+def test_composite_index_deconstructs():
+    from django.db.models import F
+    from django.db.models.functions import Lower
+    pair = BloomfilterIndex(fields=["tenant", "email"], name="members_bloom", capacity=1000)
+    assert pair.deconstruct() == ("bloomfilter.django.BloomfilterIndex", (),
+                                  {"name": "members_bloom", "fields": ["tenant", "email"],
+                                   "capacity": 1000})
+    assert pair.clone() == pair
+    mixed = BloomfilterIndex(F("tenant"), Lower("email"), name="members_lower_bloom")
+    assert mixed.deconstruct() == ("bloomfilter.django.BloomfilterIndex", (F("tenant"), Lower("email")),
+                                   {"name": "members_lower_bloom"})
+    assert len(BloomfilterIndex(fields=["f%d" % i for i in range(8)], name="x").fields) == 8
+
+
 @pytest.mark.parametrize("arguments", [
-    {"fields": ["email", "name"]}, {"fields": ["-email"]}, {"fields": ["email"], "capacity": 0},
+    {"fields": ["f%d" % i for i in range(9)]}, {"fields": ["email", "-name"]}, {"fields": ["-email"]}, {"fields": ["email"], "capacity": 0},
     {"fields": ["email"], "capacity": 1.5}, {"fields": ["email"], "capacity": True},
     {"fields": ["email"], "error_rate": 1}, {"fields": ["email"], "error_rate": 0},
     {"fields": ["email"], "error_rate": float("nan")}, {"fields": ["email"], "error_rate": "0.01"},
@@ -149,6 +165,12 @@ def test_key_types_are_checked():
         IndexContains(INDEX, 1 << 63)
     with pytest.raises(TypeError):
         index_contains(42, "a@mail.com")
+    with pytest.raises(TypeError):
+        IndexContains(INDEX, (1, "a@mail.com"), "b@mail.com")
+    with pytest.raises(ValueError):
+        index_contains(INDEX, ())
+    with pytest.raises(TypeError):
+        index_contains(MEMBER_INDEX, 1, 1.5)
 
 
 def test_subpackage_is_packaged():
@@ -172,6 +194,10 @@ def test_makemigrations_writes_the_field_and_the_indexes(project):
             "fields=['email'], name='accounts_user_email_bloom')") in written
     assert ("index=bloomfilter.django.BloomfilterIndex(django.db.models.functions.text.Lower('email'), "
             "name='accounts_user_email_lower_bloom')") in written
+    assert ("index=bloomfilter.django.BloomfilterIndex(capacity=10000, error_rate=0.01, "
+            "fields=['tenant', 'email'], name='accounts_member_bloom')") in written
+    assert ("index=bloomfilter.django.BloomfilterIndex(django.db.models.expressions.F('tenant'), "
+            "django.db.models.functions.text.Lower('email'), name='accounts_member_lower_bloom')") in written
     assert "('accounts', '0001_bloomfilter')" in written
     # The migration matches the models: nothing more to write (deconstruct() is stable).
     out = io.StringIO()
@@ -188,6 +214,10 @@ def test_sqlmigrate(project):
             '("email") WITH (capacity = 10000, error_rate = 0.01);') in lines
     assert ('CREATE INDEX "accounts_user_email_lower_bloom" ON "accounts_user" USING bloomfilter '
             '((LOWER("email")));') in lines
+    assert ('CREATE INDEX "accounts_member_bloom" ON "accounts_member" USING bloomfilter '
+            '("tenant_id", "email") WITH (capacity = 10000, error_rate = 0.01);') in lines
+    assert ('CREATE INDEX "accounts_member_lower_bloom" ON "accounts_member" USING bloomfilter '
+            '("tenant_id", (LOWER("email")));') in lines
     assert any(line.startswith('CREATE TABLE "accounts_snapshot"') and '"f" bloom NULL' in line
                for line in lines), lines
     out = io.StringIO()
@@ -212,6 +242,13 @@ def test_migrate_creates_the_extension_and_the_indexes(project):
                       "bloomfilter (lower((email)::text))"),
     ]
     assert extension == [("bloomfilter",)]
+    assert query("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'accounts_member' "
+                 "AND indexdef LIKE '%%USING bloomfilter%%' ORDER BY 1") == [
+        (MEMBER_INDEX, "CREATE INDEX accounts_member_bloom ON public.accounts_member USING bloomfilter "
+                       "(tenant_id, email) WITH (capacity='10000', error_rate='0.01')"),
+        (MEMBER_LOWER_INDEX, "CREATE INDEX accounts_member_lower_bloom ON public.accounts_member USING "
+                             "bloomfilter (tenant_id, lower((email)::text))"),
+    ]
     assert query("SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
                  "WHERE attrelid = 'accounts_snapshot'::regclass AND attname = 'f'") == [("bloom",)]
 
@@ -353,6 +390,41 @@ def test_index_contains(project):
     # A constant key, checked in a query.
     assert list(User.objects.annotate(taken=IndexContains(INDEX, registered[0])).values_list(
         "taken", flat=True)[:1]) == [True]
+
+
+def test_composite_index_contains(project):
+    """A (tenant_id, email) index: the values in column order, as several values or one tuple;
+    the same email in another tenant is absent."""
+    from django.db.models import F
+    from accounts.models import Member, Tenant
+    t1 = Tenant.objects.create(name="t1-" + uuid.uuid4().hex)
+    t2 = Tenant.objects.create(name="t2-" + uuid.uuid4().hex)
+    emails = []
+    while len(emails) < 5:  # none of them present for t2 by a false positive: chosen so
+        email = "member.%s@mail.com" % uuid.uuid4().hex[:10]
+        if not index_contains(MEMBER_INDEX, t2.pk, email):
+            emails.append(email)
+    Member.objects.bulk_create([Member(tenant=t1, email=e) for e in emails])
+    assert all(index_contains(MEMBER_INDEX, t1.pk, e) for e in emails)
+    assert all(index_contains(MEMBER_INDEX, (t1.pk, e)) for e in emails)
+    assert not any(index_contains(MEMBER_INDEX, t2.pk, e) for e in emails)
+    assert index_contains(MEMBER_INDEX, t1.pk, None) is None
+    # The (tenant, lower(email)) index applies lower() to the second value only.
+    assert all(index_contains(MEMBER_LOWER_INDEX, t1.pk, e.upper()) for e in emails)
+    assert sum(index_contains(MEMBER_INDEX, t1.pk, "ghost%d@mail.com" % i) for i in range(200)) < 20
+    # The wrong number of values is an error, never an answer.
+    from django.db import DataError, ProgrammingError, transaction
+    with pytest.raises((DataError, ProgrammingError)), transaction.atomic():
+        index_contains(MEMBER_INDEX, emails[0])
+    # In a query: each member checked in the other tenant, then in its own.
+    ours = Member.objects.filter(email__in=emails)
+    own = dict(ours.annotate(present=IndexContains(MEMBER_INDEX, F("tenant"), F("email")))
+               .values_list("email", "present"))
+    assert own == {e: True for e in emails}
+    other = dict(ours.annotate(present=IndexContains(MEMBER_INDEX, t2.pk, F("email")))
+                 .values_list("email", "present"))
+    assert other == {e: False for e in emails}
+    assert ours.filter(IndexContains(MEMBER_INDEX, (F("tenant"), F("email")))).count() == 5
 
 
 def test_signup_view(project):

@@ -5,6 +5,11 @@ A key given as a Python value is cast to the SQL type the client hashes it as (s
 bytes: bytea, int: bigint, uuid.UUID: uuid), so the call picks its overload whatever the driver
 sends; an expression (F("email"), Lower("email")) is passed as it is. A plain string is a key,
 never a field name: name a column with F().
+
+An index of a composite key (BloomfilterIndex(fields=["tenant", "email"])) is checked with one
+value per key column, in column order: IndexContains(name, F("tenant"), F("email")),
+index_contains(name, 42, "a@x.com"); a tuple stands for its values (index_contains(name,
+(42, "a@x.com")), as Filter.contains takes it).
 """
 
 import uuid
@@ -62,19 +67,32 @@ def _filter(value):
     return value  # a field name or an expression
 
 
+def _values(key, keys):
+    """The values of a check in column order: key and keys, or a tuple key's items."""
+    if isinstance(key, tuple):
+        if keys:
+            raise TypeError("give a composite key as one tuple or as several values, not both")
+        if not key:
+            raise ValueError("a composite key has at least one value")
+        return key
+    return (key,) + tuple(keys)
+
+
 class IndexContains(Func):
-    """bloom_index_contains(index_name, key): False when no row of the index's table has the
-    key, True when one probably has (NULL for a NULL key).
+    """bloom_index_contains(index_name, key[, key, ...]): False when no row of the index's table
+    has the key, True when one probably has (NULL for a NULL key). An index of several columns
+    takes one value per column, in column order.
 
         Invite.objects.annotate(registered=IndexContains("accounts_user_email_bloom", F("email")))
         Invite.objects.exclude(IndexContains("accounts_user_email_bloom", F("email")))
+        Invite.objects.annotate(registered=IndexContains("accounts_member_bloom", F("tenant"), F("email")))
     """
 
     function = "bloom_index_contains"
     output_field = BooleanField()
 
-    def __init__(self, index_name, key, **extra):
-        super().__init__(_index_name(index_name), _key(key), **extra)
+    def __init__(self, index_name, key, *keys, **extra):
+        super().__init__(_index_name(index_name), *[_key(k) for k in _values(key, keys)], **extra)
 
 
 class BloomContains(Func):
@@ -119,14 +137,20 @@ class BloomAgg(Aggregate):
         super().__init__(*arguments, **extra)
 
 
-def index_contains(index_name, key, using=DEFAULT_DB_ALIAS):
-    """SELECT bloom_index_contains(index_name, key) through Django's connection `using`: False
-    when no row has the key, True when one probably has, None for a None key."""
+def index_contains(index_name, key, *keys, using=DEFAULT_DB_ALIAS):
+    """SELECT bloom_index_contains(index_name, key[, key, ...]) through Django's connection
+    `using`: False when no row has the key, True when one probably has, None for a None key (or a
+    None value of a composite key). An index of several columns takes one value per column, in
+    column order (or one tuple of them): index_contains("accounts_member_bloom", 42, "a@x.com")."""
     if not isinstance(index_name, str):
         raise TypeError("index_name is the index's name, a str, not %s" % type(index_name).__name__)
-    sql_type, key = _key_type(key)
-    if sql_type == "uuid":
-        key = str(key)  # as text, cast by the server: no driver adapter needed
+    casts, params = [], [index_name]
+    for value in _values(key, keys):
+        sql_type, value = _key_type(value)
+        if sql_type == "uuid":
+            value = str(value)  # as text, cast by the server: no driver adapter needed
+        casts.append("%%s::%s" % sql_type)
+        params.append(value)
     with connections[using].cursor() as cursor:
-        cursor.execute("SELECT bloom_index_contains(%%s::text, %%s::%s)" % sql_type, [index_name, key])
+        cursor.execute("SELECT bloom_index_contains(%%s::text, %s)" % ", ".join(casts), params)
         return cursor.fetchone()[0]

@@ -8,16 +8,19 @@ __all__ = ["BloomfilterIndex"]
 
 
 class BloomfilterIndex(PostgresIndex):
-    """CREATE INDEX name ON table USING bloomfilter (key) WITH (capacity = ..., error_rate = ...).
+    """CREATE INDEX name ON table USING bloomfilter (key, ...) WITH (capacity = ..., error_rate = ...).
 
     One key: a field (fields=["email"]) or an expression (Lower("email")), with a name (up to 38
-    characters). capacity and error_rate are the index's reloptions; without them the server's
+    characters). Or a composite key of up to 8 columns, as a multi-tenant unique constraint has:
+    fields=["tenant", "email"], or expressions (F("tenant"), Lower("email")) for a field and an
+    expression; checked with the values in column order (index_contains(name, 42, "a@x.com")). capacity and error_rate are the index's reloptions; without them the server's
     defaults apply (from 2.2: an index that grows by layers, its first layer sized for twice the
     rows the build finds, at least 10,000, at error_rate 0.01; its bloom_index_filter is a
     layered value, which a BloomField reads as a LayeredFilter). condition=Q(...) makes a partial
     index."""
 
     suffix = "bloomfilter"
+    max_keys = 8  # the access method's key columns
 
     def __init__(self, *expressions, capacity=None, error_rate=None, **kwargs):
         if capacity is not None and (isinstance(capacity, bool) or not isinstance(capacity, int)
@@ -28,8 +31,9 @@ class BloomfilterIndex(PostgresIndex):
                                        or math.isnan(error_rate) or not 0 < error_rate < 1):
             raise ValueError("BloomfilterIndex.error_rate must be None or a number between 0 and 1.")
         super().__init__(*expressions, **kwargs)
-        if len(self.fields) + len(self.expressions) != 1:
-            raise ValueError("A BloomfilterIndex has one key: one field or one expression.")
+        if not 1 <= len(self.fields) + len(self.expressions) <= self.max_keys:
+            raise ValueError("A BloomfilterIndex has 1 to %d keys: fields or expressions."
+                             % self.max_keys)
         if any(order for _, order in self.fields_orders):
             raise ValueError("A BloomfilterIndex has no order: name its field without '-'.")
         self.capacity = capacity

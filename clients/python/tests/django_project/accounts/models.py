@@ -1,4 +1,5 @@
 from django.db import models
+from django.db.models import F
 from django.db.models.functions import Lower
 
 from bloomfilter.django import BloomField, BloomfilterIndex
@@ -22,3 +23,22 @@ class Invite(models.Model):
 class Snapshot(models.Model):
     name = models.CharField(max_length=100, unique=True)
     f = BloomField(null=True)
+
+
+class Tenant(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+
+
+class Member(models.Model):
+    """A multi-tenant signup table: UNIQUE (tenant_id, email), one composite-key index on the
+    pair and one on the tenant and the lower-cased email."""
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE)
+    email = models.EmailField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["tenant", "email"], name="accounts_member_unique")]
+        indexes = [
+            BloomfilterIndex(fields=["tenant", "email"], name="accounts_member_bloom",
+                             capacity=10000, error_rate=0.01),
+            BloomfilterIndex(F("tenant"), Lower("email"), name="accounts_member_lower_bloom"),
+        ]
