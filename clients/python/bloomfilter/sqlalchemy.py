@@ -13,6 +13,12 @@ extension's functions with their SQL types (Boolean for the checks, Bloom for th
 
     session.scalar(select(bloom_index_contains("users_email_bloom", "a@b.c")))   # a bool
 
+A composite key, as UNIQUE (tenant_id, email) has: an index on several columns (or expressions,
+func.lower(email)), checked with the values in column order:
+
+    Index("accounts_bloom", accounts.c.tenant_id, accounts.c.email, postgresql_using="bloomfilter")
+    session.scalar(select(func.bloom_index_contains("accounts_bloom", 42, "a@x.com")))
+
 A Bloom attribute of a mapped class tracks its filter's changes in place: its values are
 MutableFilter (a Filter subclass), whose add() and update() mark the row changed, so
 
@@ -196,7 +202,8 @@ class _BloomCast(UserDefinedType):
 
 
 class bloom_index_contains(GenericFunction):
-    """bloom_index_contains(index, key): False if no row of the index has the key."""
+    """bloom_index_contains(index, key[, key, ...]): False if no row of the index has the key; an
+    index of several columns takes one value per column, in column order."""
     type = Boolean()
     inherit_cache = True
 

@@ -9,7 +9,8 @@ import uuid
 
 import pytest
 import sqlalchemy
-from sqlalchemy import Boolean, Column, Index, Integer, MetaData, Table, Text, func, select
+from sqlalchemy import (BigInteger, Boolean, Column, Index, Integer, MetaData, Table, Text, UniqueConstraint,
+                        func, select)
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from bloomfilter import Filter
@@ -125,6 +126,92 @@ def test_asyncpg(any_dsn):
                     elif name == "where":
                         results[name] = [r[0] for r in result]
             check_results(results, f)
+        finally:
+            async with engine.begin() as c:
+                await c.run_sync(metadata.drop_all)
+            await engine.dispose()
+    asyncio.run(main())
+
+
+# -- a composite key: UNIQUE (tenant_id, email) -----------------------------------------------
+
+def composite_tables():
+    suffix = uuid.uuid4().hex[:8]
+    metadata = MetaData()
+    accounts = Table("accounts_%s" % suffix, metadata,
+                     Column("id", Integer, primary_key=True),
+                     Column("tenant_id", BigInteger, nullable=False),
+                     Column("email", Text, nullable=False),
+                     UniqueConstraint("tenant_id", "email"))
+    pair = Index("accounts_%s_bloom" % suffix, accounts.c.tenant_id, accounts.c.email,
+                 postgresql_using="bloomfilter", postgresql_with={"capacity": 10000, "error_rate": 0.01})
+    lower = Index("accounts_%s_lower_bloom" % suffix, accounts.c.tenant_id, func.lower(accounts.c.email),
+                  postgresql_using="bloomfilter")
+    return metadata, accounts, pair.name, lower.name
+
+
+def composite_statements(accounts, pair, lower):
+    """(name, statement) of the checks, after the rows: tenant t has user<i>@mail.com for
+    i < 100 * t, and 42 has a@x.com."""
+    return [
+        ("pair", select(func.bloom_index_contains(pair, 42, "a@x.com"))),
+        ("other_tenant", select(func.bloom_index_contains(pair, 43, "a@x.com"))),
+        ("swapped", select(bloom_index_contains(pair, 42, "b@x.com"))),
+        ("lower", select(func.bloom_index_contains(lower, 42, "A@X.COM"))),
+        ("missed", select(func.count()).select_from(accounts).where(
+            ~func.bloom_index_contains(pair, accounts.c.tenant_id, accounts.c.email))),
+        ("ghosts", select(func.count()).select_from(accounts).where(
+            func.bloom_index_contains(pair, accounts.c.tenant_id + 1000, accounts.c.email))),
+    ]
+
+
+def composite_rows():
+    return [{"tenant_id": 42, "email": "a@x.com"}] + [
+        {"tenant_id": t, "email": "user%d@mail.com" % i} for t in range(1, 4) for i in range(100 * t)]
+
+
+COMPOSITE_ANSWERS = {"pair": True, "other_tenant": False, "swapped": False, "lower": True, "missed": 0}
+
+
+def check_composite(results):
+    assert {k: results[k] for k in COMPOSITE_ANSWERS} == COMPOSITE_ANSWERS
+    assert results["ghosts"] < 30  # of 601 pairs, at 1%
+    assert "(tenant_id, email)" in results["indexdef"] and "USING bloomfilter" in results["indexdef"]
+
+
+def test_composite_psycopg2(dsn):
+    engine = sqlalchemy.create_engine(url("psycopg2", dsn))
+    metadata, accounts, pair, lower = composite_tables()
+    assert isinstance(func.bloom_index_contains(pair, 42, "a@x.com").type, Boolean)
+    try:
+        metadata.create_all(engine)
+        with engine.begin() as c:
+            c.execute(accounts.insert(), composite_rows())
+            results = {name: c.execute(statement).scalar()
+                       for name, statement in composite_statements(accounts, pair, lower)}
+            results["indexdef"] = c.execute(sqlalchemy.text(
+                "SELECT pg_get_indexdef(%r::regclass)" % pair)).scalar()
+        check_composite(results)
+    finally:
+        metadata.drop_all(engine)
+        engine.dispose()
+
+
+def test_composite_asyncpg(dsn):
+    async def main():
+        engine = create_async_engine(url("asyncpg", dsn))
+        metadata, accounts, pair, lower = composite_tables()
+        try:
+            async with engine.begin() as c:
+                await c.run_sync(metadata.create_all)
+            async with engine.begin() as c:
+                await c.execute(accounts.insert(), composite_rows())
+                results = {}
+                for name, statement in composite_statements(accounts, pair, lower):
+                    results[name] = (await c.execute(statement)).scalar()
+                results["indexdef"] = (await c.execute(sqlalchemy.text(
+                    "SELECT pg_get_indexdef(%r::regclass)" % pair))).scalar()
+            check_composite(results)
         finally:
             async with engine.begin() as c:
                 await c.run_sync(metadata.drop_all)
