@@ -8,6 +8,7 @@ DROP SCHEMA IF EXISTS regress_bloom_cc CASCADE;
 DROP ROLE IF EXISTS regress_bloom_cc_owner;
 DROP ROLE IF EXISTS regress_bloom_cc_reader;
 RESET client_min_messages;
+\getenv abs_srcdir PG_ABS_SRCDIR
 \i :abs_srcdir/sql/include/helpers.sql
 CREATE SCHEMA regress_bloom_cc;
 SET search_path = regress_bloom_cc, public;
