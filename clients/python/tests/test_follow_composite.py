@@ -7,6 +7,7 @@ import uuid
 import psycopg
 import pytest
 
+from bloomfilter import composite_hash
 from bloomfilter.follow import IndexFollower, MultiIndexFollower
 
 pytestmark = pytest.mark.server
@@ -83,6 +84,12 @@ def test_text_pairs_and_errors(conn, dsn, check_path):
             follower.contains("google")
         with pytest.raises(TypeError, match="key column 2 is text, which takes str, not int"):
             follower.contains(("google", 1))
+        # The filter itself (the compiled check or pure Python) refuses a tuple as a key, never
+        # answers for it; the follower checks a tuple by its composite hash.
+        for call in (follower.filter.contains, lambda key: follower.filter.contains_many([key] * 300)):
+            with pytest.raises(TypeError, match="not tuple"):
+                call(("google", "s1"))
+        assert follower.filter.contains_hash(composite_hash(("google", "s1"))) == follower.contains(("google", "s1"))
 
     ints = "ints_%s" % uuid.uuid4().hex[:10]
     conn.execute("CREATE TABLE %s (a smallint, b bigint, c bytea, d uuid)" % ints)
