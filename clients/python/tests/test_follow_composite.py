@@ -103,3 +103,24 @@ def test_text_pairs_and_errors(conn, dsn, check_path):
             follower.index(ints + "_bloom").contains((40000, 1, b"", uuid.UUID(int=1)))
         with pytest.raises(TypeError, match="key column 1 is smallint, which takes int, not bool"):
             follower.index(ints + "_bloom").contains((True, 1, b"", uuid.UUID(int=1)))
+
+
+@pytest.mark.parametrize("driver", ["psycopg", "asyncpg"])
+def test_async_follower(conn, dsn, driver):
+    import asyncio
+    from bloomfilter.follow import AsyncIndexFollower
+    from test_follow_async import connector
+    table, index = _accounts(conn, "capacity = 5000")
+    rows = _pairs(conn, table, index)[::10]
+
+    async def main():
+        follower = AsyncIndexFollower(await connector(driver, dsn)(), index)
+        await follower.refresh()
+        try:
+            assert follower.contains_many([(t, e) for t, e, _ in rows]) == [answer for _, _, answer in rows]
+            with pytest.raises(ValueError, match="2 key columns"):
+                follower.contains((1,))
+        finally:
+            await follower.aclose()
+
+    asyncio.run(main())
