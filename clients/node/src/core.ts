@@ -208,13 +208,14 @@ export const MAX_KEY_PARTS = 8;
  * Each value's version 2 hash (keyHash), 8 bytes little-endian each in column order, hashed
  * again with XXH3_64; a key of one value is that value's hash (docs/format.md, "Composite
  * keys"). */
-export function compositeHash(values: readonly Key[]): bigint {
+export function compositeHash(values: readonly Key[], types?: readonly (KeyType | undefined)[]): bigint {
   if (values.length < 1 || values.length > MAX_KEY_PARTS) {
     throw new RangeError(`a composite key has 1 to ${MAX_KEY_PARTS} values, not ${values.length}`);
   }
-  if (values.length === 1) return keyHash(values[0]);
+  // `types` reads each value as that SQL type, as keyHash's `type` (a string for a uuid column).
+  if (values.length === 1) return keyHash(values[0], 2, types?.[0]);
   const parts = Buffer.alloc(8 * values.length);
-  values.forEach((value, i) => parts.writeBigUInt64LE(keyHash(value), 8 * i));
+  values.forEach((value, i) => parts.writeBigUInt64LE(keyHash(value, 2, types?.[i]), 8 * i));
   return xxh3.xxh64(parts);
 }
 
@@ -650,18 +651,7 @@ export class Filter {
     if (this.version === FORMAT_VERSION_LAYERED) return this.layersContain(input);
     if (this.version === FORMAT_VERSION_2) {
       hash64[0] = xxh3.xxh64(input);
-      const hl = hash32[LOW], hh = hash32[HIGH];
-      const blocks = this.blocks;
-      const block = Math.floor((hh * blocks + Math.floor((hl * blocks) / TWO32)) / TWO32);
-      const base = HEADER_BYTES + block * this.blockBytes;
-      const shift = this.shift, ml = this.multLow, mh = this.multHigh;
-      for (let i = 0; i < ml.length; i++) {
-        const m = ml[i];
-        // The high 32 bits of the low 64 bits of h * M_i; its top blockLog2 bits are the position.
-        const p = (mulhi32(hl, m) + Math.imul(hl, mh[i]) + Math.imul(hh, m)) >>> shift;
-        if ((d[base + (p >>> 3)] & (1 << (p & 7))) === 0) return false;
-      }
-      return true;
+      return this.containsHashed();
     }
     const [block, bits] = this.placeV1(input);
     const base = HEADER_BYTES + block * this.blockBytes;
@@ -669,9 +659,43 @@ export class Filter {
     return true;
   }
 
+  /** The check of a key by its version 2 hash (keyHash, or compositeHash for a multicolumn
+   * index's key), an unsigned 64-bit bigint: false, no key of that hash was added; true, one
+   * probably was. A version 2 filter or a layered value. */
+  containsHash(h: bigint): boolean {
+    if (typeof h !== "bigint" || h < 0n || h > MASK64) throw new RangeError("a key hash is an unsigned 64-bit bigint");
+    if (this.version !== FORMAT_VERSION_2 && this.version !== FORMAT_VERSION_LAYERED) {
+      throw new TypeError(`containsHash takes a format version 2 filter, not version ${this.version}`);
+    }
+    hash64[0] = h;
+    return this.version === FORMAT_VERSION_LAYERED ? this.layersContainHashed() : this.containsHashed();
+  }
+
+  /** The version 2 check of the hash in hash64[0]. */
+  private containsHashed(): boolean {
+    const d = this.data;
+    const hl = hash32[LOW], hh = hash32[HIGH];
+    const blocks = this.blocks;
+    const block = Math.floor((hh * blocks + Math.floor((hl * blocks) / TWO32)) / TWO32);
+    const base = HEADER_BYTES + block * this.blockBytes;
+    const shift = this.shift, ml = this.multLow, mh = this.multHigh;
+    for (let i = 0; i < ml.length; i++) {
+      const m = ml[i];
+      // The high 32 bits of the low 64 bits of h * M_i; its top blockLog2 bits are the position.
+      const p = (mulhi32(hl, m) + Math.imul(hl, mh[i]) + Math.imul(hh, m)) >>> shift;
+      if ((d[base + (p >>> 3)] & (1 << (p & 7))) === 0) return false;
+    }
+    return true;
+  }
+
   /** Any layer of a layered value, the newest first: the check of contains() in each. */
   private layersContain(input: string | Buffer): boolean {
     hash64[0] = xxh3.xxh64(input);
+    return this.layersContainHashed();
+  }
+
+  /** layersContain of the hash in hash64[0]. */
+  private layersContainHashed(): boolean {
     const hl = hash32[LOW], hh = hash32[HIGH], d = this.data, ml = this.multLow, mh = this.multHigh;
     for (let n = this.layers.length - 1; n >= 0; n--) {
       const layer = this.layers[n], blocks = layer.blocks, shift = 32 - layer.blockLog2;

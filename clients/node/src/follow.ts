@@ -11,7 +11,7 @@
 // EventEmitter ("stale", "fresh", "reload", "capacity") with counters for metrics (stats()).
 
 import { EventEmitter } from "node:events";
-import { FORMAT_VERSION_LAYERED, Filter, HEADER_BYTES, Key, KeyType, Uuid, bitsSet } from "./core.js";
+import { FORMAT_VERSION_LAYERED, Filter, HEADER_BYTES, Key, KeyType, Uuid, bitsSet, compositeHash } from "./core.js";
 
 /** What the follower needs of a pg Client. */
 export interface FollowerClient {
@@ -94,6 +94,17 @@ SELECT pg_catalog.quote_ident(a.attname) AS name,
         SELECT pg_catalog.format_type(b.oid, NULL) FROM b WHERE b.typbasetype = 0) AS type
   FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_index i ON a.attrelid = i.indrelid
  WHERE i.indexrelid = $1::pg_catalog.oid AND a.attnum > 0 AND NOT a.attisdropped`;
+// The key columns of a multicolumn index, in order: whether each is an expression, and its base
+// type (a domain's keys are its base type's).
+const KEY_PARTS = `
+SELECT a.attnum::int AS position, i.indkey[a.attnum - 1] = 0 AS is_expression,
+       (WITH RECURSIVE b AS (SELECT t.oid, t.typbasetype FROM pg_catalog.pg_type t WHERE t.oid = a.atttypid
+                UNION ALL SELECT t.oid, t.typbasetype FROM pg_catalog.pg_type t JOIN b ON t.oid = b.typbasetype)
+        SELECT pg_catalog.format_type(b.oid, NULL) FROM b WHERE b.typbasetype = 0) AS type
+  FROM pg_catalog.pg_index i JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indexrelid
+ WHERE i.indexrelid = $1::pg_catalog.oid AND a.attnum OPERATOR(pg_catalog.>=) 1
+   AND a.attnum OPERATOR(pg_catalog.<=) i.indnkeyatts
+ ORDER BY a.attnum`;
 // Asked once per connection: the server process, and the extension's version.
 const CONNECTION = `SELECT pg_catalog.pg_backend_pid() AS pid,
   (SELECT e.extversion FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'bloomfilter') AS extversion`;
@@ -144,10 +155,59 @@ function asciiLower(text: string): string {
  * or MAYBE when the follower cannot apply it as the server would. */
 type Transform = (key: Key) => Key | typeof MAYBE;
 
+/** A key of a followed index: a value of its key's type, or for a multicolumn index an array of
+ * one value per key column, in column order. */
+export type IndexKey = Key | readonly Key[];
+
 interface Described {
   oid: number;
   keyType: KeyType | null;
   transform: Transform | null;
+  /** A multicolumn index's key columns, in order (a key is an array of their values), or null. */
+  composite: Composite | null;
+}
+
+// The range of an integer key column's values.
+const INTEGER_LIMITS: Record<string, bigint> = { smallint: 1n << 15n, integer: 1n << 31n, bigint: 1n << 63n };
+
+/** The key rules of a multicolumn index: a key is an array of one value per key column, in
+ * column order, each read as its column's type and hashed as the server hashes a composite key
+ * (compositeHash). */
+class Composite {
+  private readonly keyTypes: KeyType[];
+
+  constructor(private readonly index: string, private readonly types: readonly string[]) {
+    this.keyTypes = types.map((type) => KEY_TYPES[type]);
+  }
+
+  hash(key: unknown): bigint {
+    const types = this.types, n = types.length;
+    if (!Array.isArray(key)) {
+      throw new TypeError(`index ${this.index} has ${n} key columns (${types.join(", ")}): a key is an array of ${n} `
+        + `values, not ${(key as any)?.constructor?.name ?? typeof key}`);
+    }
+    if (key.length !== n) {
+      throw new RangeError(`index ${this.index} has ${n} key columns (${types.join(", ")}): a key of ${key.length} values`);
+    }
+    for (let i = 0; i < n; i++) {
+      const value = key[i], keyType = this.keyTypes[i];
+      check(value, keyType, this.index, `key column ${i + 1} is ${types[i]}, which takes`);
+      const limit = INTEGER_LIMITS[types[i]];
+      if (limit !== undefined) {
+        if (typeof value === "number" && !Number.isSafeInteger(value)) {
+          throw new RangeError(`index ${this.index}: key column ${i + 1} is ${types[i]}: ${value} is not a safe integer`);
+        }
+        if (typeof value === "string" && !/^[+-]?[0-9]+$/.test(value)) {
+          throw new TypeError(`index ${this.index}: key column ${i + 1} is ${types[i]}, not the digits ${JSON.stringify(value)}`);
+        }
+        const big = BigInt(value as number | bigint | string);
+        if (big < -limit || big >= limit) {
+          throw new RangeError(`index ${this.index}: key column ${i + 1} is ${types[i]}, out of range: ${big}`);
+        }
+      }
+    }
+    return compositeHash(key as Key[], this.keyTypes);
+  }
 }
 
 interface IndexState extends Described {
@@ -216,8 +276,8 @@ export interface FollowerStats {
 
 /** What answers: the follower, or follower.index(names), a part of its indexes. */
 export interface IndexChecker {
-  contains(key: Key): boolean;
-  containsMany(keys: Iterable<Key>): boolean[];
+  contains(key: IndexKey): boolean;
+  containsMany(keys: Iterable<IndexKey>): boolean[];
 }
 
 /**
@@ -477,13 +537,13 @@ export class IndexFollower extends EventEmitter implements IndexChecker {
    * the index's key type: text takes a string, bytea a Buffer or Uint8Array, smallint, integer and
    * bigint a number, bigint or string of digits, uuid a string or Uuid.
    */
-  contains(key: Key): boolean {
+  contains(key: IndexKey): boolean {
     return this.answer(key, this.everyIndex);
   }
 
   /** contains() of every key, in order, with one check of the copy's age for them all: the same
    * answers, several times faster per key (Filter.containsMany). */
-  containsMany(keys: Iterable<Key>): boolean[] {
+  containsMany(keys: Iterable<IndexKey>): boolean[] {
     return this.answerMany(keys, this.everyIndex);
   }
 
@@ -506,8 +566,8 @@ export class IndexFollower extends EventEmitter implements IndexChecker {
     };
     find();
     return {
-      contains: (key: Key) => this.answer(key, find()),
-      containsMany: (keys: Iterable<Key>) => this.answerMany(keys, find()),
+      contains: (key: IndexKey) => this.answer(key, find()),
+      containsMany: (keys: Iterable<IndexKey>) => this.answerMany(keys, find()),
     };
   }
 
@@ -519,15 +579,21 @@ export class IndexFollower extends EventEmitter implements IndexChecker {
     return true;
   }
 
-  private answer(key: Key, positions: readonly number[]): boolean {
+  private answer(key: IndexKey, positions: readonly number[]): boolean {
     this.checks += 1;
     if (this.tooOld()) return true;
     for (let p = 0; p < positions.length; p++) {
       const i = positions[p];
       const state = this.states[i]!;
-      let probe: Key | typeof MAYBE = key;
-      if (state.transform !== null) probe = state.transform(key);
-      else if (state.keyType !== null) check(key, state.keyType, this.names[i]);
+      if (state.composite !== null) {
+        if (state.filter.containsHash(state.composite.hash(key))) return true;
+        continue;
+      }
+      // One value (an array is refused as a key of any type by check, the transform or the filter).
+      const value = key as Key;
+      let probe: Key | typeof MAYBE = value;
+      if (state.transform !== null) probe = state.transform(value);
+      else if (state.keyType !== null) check(value, state.keyType, this.names[i]);
       if (probe === MAYBE) return true;
       if (state.filter.contains(probe, state.keyType ?? undefined)) return true;
     }
@@ -536,8 +602,8 @@ export class IndexFollower extends EventEmitter implements IndexChecker {
 
   // Each index is asked only for the keys the indexes before it answered false for, as
   // contains() does key by key.
-  private answerMany(keys: Iterable<Key>, positions: readonly number[]): boolean[] {
-    const list: readonly Key[] = Array.isArray(keys) ? keys : Array.from(keys);
+  private answerMany(keys: Iterable<IndexKey>, positions: readonly number[]): boolean[] {
+    const list: readonly IndexKey[] = Array.isArray(keys) ? keys : Array.from(keys);
     this.checks += list.length;
     if (this.tooOld()) return new Array<boolean>(list.length).fill(true);
     let answers: boolean[] | null = null;
@@ -545,13 +611,31 @@ export class IndexFollower extends EventEmitter implements IndexChecker {
     for (let p = 0; p < positions.length; p++) {
       const i = positions[p];
       const state = this.states[i]!;
-      const asked: readonly Key[] = open === null ? list : open.map((j) => list[j]);
-      let probes: Key[] | readonly Key[] = asked;
+      const asked: readonly IndexKey[] = open === null ? list : open.map((j) => list[j]);
+      if (state.composite !== null) {
+        // A loop of compositeHash and the filter's check of a hash for now, not a batch.
+        const composite = state.composite, filter = state.filter;
+        const hashes = asked.map((key) => composite.hash(key));
+        const found = hashes.map((h) => filter.containsHash(h));
+        if (answers === null) {
+          answers = found;
+        } else {
+          for (let j = 0; j < found.length; j++) if (found[j]) answers[open![j]] = true;
+        }
+        if (p + 1 < positions.length) {
+          open = [];
+          for (let j = 0; j < answers.length; j++) if (!answers[j]) open.push(j);
+          if (open.length === 0) break;
+        }
+        continue;
+      }
+      const values = asked as readonly Key[];
+      let probes: Key[] | readonly Key[] = values;
       let maybe: number[] | null = null;
       if (state.transform !== null) {
         const transformed: Key[] = new Array(asked.length);
         for (let j = 0; j < asked.length; j++) {
-          const probe = state.transform(asked[j]);
+          const probe = state.transform(values[j]);
           if (probe === MAYBE) {
             (maybe ??= []).push(j);
             transformed[j] = "";
@@ -561,7 +645,7 @@ export class IndexFollower extends EventEmitter implements IndexChecker {
         }
         probes = transformed;
       } else if (state.keyType !== null) {
-        for (let j = 0; j < asked.length; j++) check(asked[j], state.keyType, this.names[i]);
+        for (let j = 0; j < asked.length; j++) check(values[j], state.keyType, this.names[i]);
       }
       const found = state.filter.containsMany(probes, state.keyType ?? undefined);
       if (maybe !== null) for (const j of maybe) found[j] = true;
@@ -864,13 +948,27 @@ export class IndexFollower extends EventEmitter implements IndexChecker {
     if (row.access_method !== "bloomfilter") {
       throw new UnsupportedIndexError(`${name} is not a bloomfilter index (it uses ${row.access_method})`);
     }
-    // A multicolumn index holds composite keys: a check of one value would answer "absent".
+    // A multicolumn index holds composite keys: a key is an array of the columns' values.
     if (row.key_columns !== 1) {
-      throw new UnsupportedIndexError(`index ${name} has ${row.key_columns} key columns: the follower checks one-column `
-        + "indexes only; check this index in SQL with bloom_index_contains(index, value1, value2, ...)");
+      const types: string[] = [];
+      for (const part of await this.query(KEY_PARTS, [row.oid])) {
+        if (part.is_expression) {
+          // The follower does not apply an index's expressions: a value given for an expression
+          // column would be hashed unchanged, and could answer "absent" wrongly.
+          throw new UnsupportedIndexError(`index ${name}: key column ${part.position} is an expression, which the `
+            + "follower does not apply to a multicolumn index's keys; check this index in SQL with "
+            + "bloom_index_contains(index, value1, value2, ...) or bloom_index_contains_key");
+        }
+        if (KEY_TYPES[part.type] === undefined) {
+          throw new UnsupportedIndexError(`index ${name}: key column ${part.position} has the type ${part.type}, which `
+            + "the follower does not hash");
+        }
+        types.push(part.type);
+      }
+      return { oid: row.oid, keyType: null, transform: null, composite: new Composite(name, types) };
     }
     const keyType = KEY_TYPES[row.key_type] ?? null;
-    if (!row.is_expression) return { oid: row.oid, keyType, transform: null };
+    if (!row.is_expression) return { oid: row.oid, keyType, transform: null, composite: null };
     const columns = new Map<string, string>((await this.query(COLUMNS, [row.oid])).map((c) => [c.name, c.type]));
     const match = /^lower\((.+?)(?:::text)?\)$/s.exec(row.definition);
     const column = match ? match[1] : null;
@@ -894,7 +992,7 @@ export class IndexFollower extends EventEmitter implements IndexChecker {
       // JavaScript's toLowerCase() does not always match: such keys answer "maybe".
       return MAYBE;
     };
-    return { oid: row.oid, keyType: "text", transform };
+    return { oid: row.oid, keyType: "text", transform, composite: null };
   }
 
   private async load(i: number, reason: ReloadReason | null): Promise<[number, number]> {
@@ -965,12 +1063,12 @@ export class IndexFollower extends EventEmitter implements IndexChecker {
   }
 }
 
-function check(key: Key, keyType: KeyType, index: string): void {
+function check(key: Key, keyType: KeyType, index: string, what = "has keys of type"): void {
   const ok = keyType === "text" ? typeof key === "string"
     : keyType === "bytea" ? key instanceof Uint8Array
       : keyType === "bigint" ? typeof key === "number" || typeof key === "bigint" || typeof key === "string"
         : typeof key === "string" || key instanceof Uuid;
-  if (!ok) throw new TypeError(`index ${index} has keys of type ${keyType}, not ${key?.constructor?.name ?? typeof key}`);
+  if (!ok) throw new TypeError(`index ${index} ${what} ${keyType}, not ${key?.constructor?.name ?? typeof key}`);
 }
 
 // The event methods, typed.
@@ -1017,7 +1115,7 @@ export class ShardedIndexFollower extends EventEmitter implements IndexChecker {
 
   /** false: no shard has a row with this key committed before its last successful refresh;
    * true: one probably has. */
-  contains(key: Key): boolean {
+  contains(key: IndexKey): boolean {
     this.checks += 1;
     for (const follower of this.followers) if (follower.contains(key)) return true;
     return false;
@@ -1025,7 +1123,7 @@ export class ShardedIndexFollower extends EventEmitter implements IndexChecker {
 
   /** contains() of every key, in order: one containsMany per shard, for the keys the shards before
    * it answered false for. */
-  containsMany(keys: Iterable<Key>): boolean[] {
+  containsMany(keys: Iterable<IndexKey>): boolean[] {
     return this.answerMany(keys, this.followers);
   }
 
@@ -1033,17 +1131,17 @@ export class ShardedIndexFollower extends EventEmitter implements IndexChecker {
   index(names: string | readonly string[]): IndexChecker {
     const checkers = this.followers.map((follower) => follower.index(names));
     return {
-      contains: (key: Key) => {
+      contains: (key: IndexKey) => {
         this.checks += 1;
         for (const checker of checkers) if (checker.contains(key)) return true;
         return false;
       },
-      containsMany: (keys: Iterable<Key>) => this.answerMany(keys, checkers),
+      containsMany: (keys: Iterable<IndexKey>) => this.answerMany(keys, checkers),
     };
   }
 
-  private answerMany(keys: Iterable<Key>, checkers: readonly IndexChecker[]): boolean[] {
-    const list: readonly Key[] = Array.isArray(keys) ? keys : Array.from(keys);
+  private answerMany(keys: Iterable<IndexKey>, checkers: readonly IndexChecker[]): boolean[] {
+    const list: readonly IndexKey[] = Array.isArray(keys) ? keys : Array.from(keys);
     this.checks += list.length;
     const answers = checkers[0].containsMany(list);
     for (let s = 1; s < checkers.length; s++) {

@@ -13,7 +13,7 @@ export { registerPostgres } from "./postgres.js";
 export type { PostgresSqlLike } from "./postgres.js";
 export { IndexFollower, ShardedIndexFollower, UnsupportedIndexError, SessionChangedError } from "./follow.js";
 export type {
-  FollowerClient, FollowerConnection, FollowerOptions, FollowerEvents, FollowerStats, IndexChecker, IndexUsage, ReloadReason,
+  FollowerClient, FollowerConnection, FollowerOptions, FollowerEvents, FollowerStats, IndexChecker, IndexKey, IndexUsage, ReloadReason,
 } from "./follow.js";
 export { CitusIndexFollower } from "./citus.js";
 export type { CitusFollowerOptions, CitusFollowerEvents, CitusFollowerStats, CitusNode, ShardPlacement } from "./citus.js";

@@ -68,6 +68,19 @@ test("composite keys: each part's hash and the key's", () => {
   assert.throws(() => compositeHash([1, 2, 3, 4, 5, 6, 7, 8, 9]), RangeError);
 });
 
+test("containsHash of a key's hash answers as contains; compositeHash reads values as types", () => {
+  const f = Filter.empty(2000);
+  const keys = [];
+  for (let i = 0; i < 1000; i++) keys.push(`k${i}`, BigInt(i));
+  keys.filter((_, i) => i % 2 === 0).forEach((key) => f.add(key));
+  assert.deepEqual(keys.map((key) => f.containsHash(keyHash(key))), keys.map((key) => f.contains(key)));
+  assert.throws(() => f.containsHash(-1n), RangeError);
+  assert.throws(() => Filter.empty(10, 0.01, 1).containsHash(1n), TypeError);
+  const text = "00000000-0000-0000-0000-00000000002a";
+  assert.equal(compositeHash([1, text], ["bigint", "uuid"]), compositeHash([1n, new Uuid(text)]));
+  assert.notEqual(compositeHash([1, text]), compositeHash([1n, new Uuid(text)]));
+});
+
 test("filters: sizing, headers, positions and bytes", () => {
   for (const spec of VECTORS.filters) {
     const what = `${spec.capacity}@${spec.error_rate} v${spec.version}`;

@@ -570,6 +570,14 @@ class Filter:
         """`key in f`: f.contains(key)."""
         return self.contains(key)
 
+    def contains_hash(self, h):
+        """The check of a key by its version 2 hash (key_hash, or composite_hash for a
+        multicolumn index's key), an unsigned 64-bit number: False, no key of that hash was
+        added; True, one probably was. Pure Python, one key at a time."""
+        if self.version != FORMAT_VERSION_2:
+            raise ValueError("contains_hash takes a format version 2 filter, not version %d" % self.version)
+        return _contains_hash(self._data, HEADER_BYTES, self.blocks, self.block_log2, self._multipliers, h)
+
     def contains_many(self, keys):
         """[f.contains(key) for key in keys], a list of bools, each step computed for the whole
         batch at once: with NumPy where it is importable (see _vector, and accelerator()),
@@ -687,6 +695,19 @@ class Filter:
             self.version, self.capacity, self.error_rate, self.hashes, self.blocks)
 
 
+def _contains_hash(d, start, blocks, block_log2, multipliers, h):
+    """Whether the version 2 filter of `blocks` blocks at d[start:] has every bit of the hash h."""
+    if not 0 <= h <= _MASK64:
+        raise ValueError("a key hash is an unsigned 64-bit number")
+    base = start + ((h * blocks) >> 64) * (1 << (block_log2 - 3))
+    shift, mask = 64 - block_log2, (1 << block_log2) - 1
+    for m in multipliers:
+        bit = ((h * m) >> shift) & mask
+        if not (d[base + (bit >> 3)] >> (bit & 7)) & 1:
+            return False
+    return True
+
+
 def accelerator():
     """What checks filters made now: "native" for the compiled check (bloomfilter._native,
     built with the package: contains and contains_many); else what contains_many computes its
@@ -790,6 +811,15 @@ class LayeredFilter(Filter):
         for start in range(0, len(digests), _batch.CHUNK):
             answers += _batch.layered(checks, digests[start:start + _batch.CHUNK])
         return answers
+
+    def contains_hash(self, h):
+        """Filter.contains_hash over the layers, the newest first."""
+        for n in reversed(range(len(self.layers))):
+            _, _, hashes, log2, blocks = self.layers[n]
+            if _contains_hash(self._data, self._offsets[n] + HEADER_BYTES, blocks, log2,
+                              tuple(position_multiplier(i) for i in range(hashes)), h):
+                return True
+        return False
 
     def _refuse(self, what):
         raise ValueError("%s does not take a layered bloom value (format version 3): it holds the "

@@ -46,7 +46,7 @@ import time
 import uuid
 import weakref
 
-from ._core import DISTRIBUTION, HEADER_BYTES, Filter, LayeredFilter, __version__, _block_estimates
+from ._core import DISTRIBUTION, HEADER_BYTES, Filter, LayeredFilter, __version__, _block_estimates, composite_hash
 
 __all__ = ["IndexFollower", "MultiIndexFollower", "ShardedIndexFollower", "UnsupportedIndexError",
            "ExtensionVersionError", "SessionChangedError", "EVENTS", "MIN_EXTENSION_VERSION"]
@@ -107,6 +107,18 @@ SELECT pg_catalog.quote_ident(a.attname),
        pg_catalog.pg_backend_pid()
   FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_index i ON a.attrelid = i.indrelid
  WHERE i.indexrelid = %s::oid AND a.attnum > 0 AND NOT a.attisdropped
+"""
+# The key columns of a multicolumn index, in order: whether each is an expression, and its base
+# type (a domain's keys are its base type's).
+_KEY_PARTS = """
+SELECT a.attnum, i.indkey[a.attnum - 1] = 0,
+       (WITH RECURSIVE b AS (SELECT t.oid, t.typbasetype FROM pg_catalog.pg_type t WHERE t.oid = a.atttypid
+                UNION ALL SELECT t.oid, t.typbasetype FROM pg_catalog.pg_type t JOIN b ON t.oid = b.typbasetype)
+        SELECT pg_catalog.format_type(b.oid, NULL) FROM b WHERE b.typbasetype = 0),
+       pg_catalog.pg_backend_pid()
+  FROM pg_catalog.pg_index i JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indexrelid
+ WHERE i.indexrelid = %s::oid AND a.attnum BETWEEN 1 AND i.indnkeyatts
+ ORDER BY a.attnum
 """
 _LOAD = "SELECT bloom_index_filter(%s::oid::regclass)::bytea, pg_catalog.pg_backend_pid()"
 _CHANGES = ("SELECT c.next_lsn::text, c.byte_offset, c.bytes, %s::text::regclass::oid, "
@@ -203,9 +215,67 @@ def _reconnector(conn):
     return None
 
 
-def _key_rules(index_name, rows, columns):
+# The values a key column of each type takes, and the range of an integer column's.
+_INTEGER_RANGES = {"smallint": 1 << 15, "integer": 1 << 31, "bigint": 1 << 63}
+
+
+class _Composite:
+    """The key rules of a multicolumn index: a key is a tuple (or list) of one value per key
+    column, in column order, each hashed as its column's type (composite_hash)."""
+
+    __slots__ = ("index_name", "types")
+
+    def __init__(self, index_name, types):
+        self.index_name = index_name
+        self.types = tuple(types)  # each column's base type, as format_type names it
+
+    def hash(self, key):
+        """composite_hash of a key, or TypeError/ValueError for a key the index cannot hold."""
+        name, types = self.index_name, self.types
+        if not isinstance(key, (tuple, list)):
+            raise TypeError("index %s has %d key columns (%s): a key is a tuple of %d values, not %s"
+                            % (name, len(types), ", ".join(types), len(types), type(key).__name__))
+        if len(key) != len(types):
+            raise ValueError("index %s has %d key columns (%s): a key of %d values"
+                             % (name, len(types), ", ".join(types), len(key)))
+        for position, (value, type_) in enumerate(zip(key, types), 1):
+            python_type = _KEY_TYPES[type_]
+            ok = isinstance(value, python_type) and not isinstance(value, bool)
+            if python_type is bytes:
+                ok = isinstance(value, (bytes, bytearray, memoryview))
+            if not ok:
+                raise TypeError("index %s: key column %d is %s, which takes %s, not %s"
+                                % (name, position, type_, python_type.__name__, type(value).__name__))
+            limit = _INTEGER_RANGES.get(type_)
+            if limit is not None and not -limit <= value < limit:
+                raise ValueError("index %s: key column %d is %s, out of range: %d"
+                                 % (name, position, type_, value))
+        return composite_hash(key)
+
+
+def _composite_rules(index_name, oid, parts):
+    """(OID, _Composite, None) of a multicolumn index from its _KEY_PARTS rows."""
+    types = []
+    for position, is_expression, type_ in parts:
+        type_ = _text(type_)
+        if is_expression:
+            # The follower does not apply an index's expressions: a value given for an
+            # expression column would be hashed unchanged, and could answer "absent" wrongly.
+            raise UnsupportedIndexError(
+                "index %s: key column %d is an expression, which the follower does not apply to a "
+                "multicolumn index's keys; check this index in SQL with bloom_index_contains(index, "
+                "value1, value2, ...) or bloom_index_contains_key" % (index_name, position))
+        if type_ not in _KEY_TYPES:
+            raise UnsupportedIndexError("index %s: key column %d has the type %s, which the follower "
+                                        "does not hash" % (index_name, position, type_))
+        types.append(type_)
+    return oid, _Composite(index_name, types), None
+
+
+def _key_rules(index_name, rows, columns, parts=None):
     """(OID, key type, key transform or None) of an index from its _DESCRIBE rows and, for an
-    expression index, its table's _COLUMNS rows."""
+    expression index, its table's _COLUMNS rows; for a multicolumn index (key type a _Composite)
+    from its _KEY_PARTS rows."""
     if not rows:
         raise LookupError("index %s not found" % index_name)
     oid, is_expression, definition, key_type, access_method, ctype, key_columns = rows[0]
@@ -214,11 +284,9 @@ def _key_rules(index_name, rows, columns):
     if access_method != "bloomfilter":
         raise UnsupportedIndexError("%s is not a bloomfilter index (it uses %s)"
                                     % (index_name, access_method))
-    # A multicolumn index holds composite keys: a check of one value would answer "absent".
+    # A multicolumn index holds composite keys: a key is a tuple of the columns' values.
     if key_columns != 1:
-        raise UnsupportedIndexError(
-            "index %s has %d key columns: the follower checks one-column indexes only; check this "
-            "index in SQL with bloom_index_contains(index, value1, value2, ...)" % (index_name, key_columns))
+        return _composite_rules(index_name, oid, parts)
     key_type = _KEY_TYPES.get(key_type)
     if not is_expression:
         return oid, key_type, None
@@ -289,6 +357,8 @@ def _capacity(f):
 
 def _check_key(index_name, key_type, transform, key):
     """The key as the filter holds it (after the index's expression), or _Unreproducible."""
+    if isinstance(key_type, _Composite):
+        raise AssertionError("composite keys are checked by their hash")
     if transform is not None:
         return transform(key)
     if key_type is not None and not isinstance(key, key_type):
@@ -403,6 +473,14 @@ class _Index:
         index's expression, if any); True: one probably has."""
         self.checks += 1
         f, key_type, transform = self._state
+        if isinstance(key_type, _Composite):
+            # A tuple of the key columns' values: hashed here (composite_hash) and checked by its
+            # hash in pure Python, never handed to the compiled check as a key.
+            h = key_type.hash(key)
+            if self.max_lag is not None and time.monotonic() - self._refreshed_at > self.max_lag:
+                self._stale()
+                return True
+            return f.contains_hash(h)
         try:
             key = _check_key(self.index_name, key_type, transform, key)
         except _Unreproducible:
@@ -423,6 +501,14 @@ class _Index:
         f, key_type, transform = self._state
         self.checks += len(keys)
         maybe = ()
+        if isinstance(key_type, _Composite):
+            # A loop of composite_hash and the pure-Python check for now, not a batch.
+            hashes = [key_type.hash(key) for key in keys]
+            if self.max_lag is not None and time.monotonic() - self._refreshed_at > self.max_lag:
+                self._stale()
+                return [True] * len(keys)
+            contains_hash = f.contains_hash
+            return [contains_hash(h) for h in hashes]
         if transform is not None:
             checked, maybe = [], []
             for key in keys:
@@ -630,7 +716,8 @@ class _Index:
         """(OID, key type, key transform or None) of the index now under the name."""
         rows = self._query(_DESCRIBE, [self.index_name])
         columns = self._query(_COLUMNS, [rows[0][0]]) if rows and rows[0][1] else None
-        return _key_rules(self.index_name, rows, columns)
+        parts = self._query(_KEY_PARTS, [rows[0][0]]) if rows and rows[0][6] != 1 else None
+        return _key_rules(self.index_name, rows, columns, parts)
 
     def _load(self):
         oid, key_type, transform = self._describe()

@@ -174,3 +174,18 @@ def test_layered(spec, check_path):
     assert f.to_bytes() == data
     with pytest.raises(ValueError, match="layered"):
         Filter(data)
+
+
+def test_contains_hash():
+    """contains_hash of a key's hash answers as contains of the key (a layered value's:
+    test_follow_composite); a composite key's hash is checked the same way."""
+    f = Filter.empty(2000)
+    keys = ["k%d" % i for i in range(1000)] + list(range(1000))
+    f.update(keys[::2])
+    probes = keys + [composite_hash((i, "x")) for i in range(100)]
+    assert [f.contains_hash(key_hash(k)) for k in keys] == [f.contains(k) for k in keys]
+    assert sum(f.contains_hash(h) for h in probes[len(keys):]) < 10
+    with pytest.raises(ValueError):
+        f.contains_hash(-1)
+    with pytest.raises(ValueError):
+        Filter.empty(10, version=1).contains_hash(1)
