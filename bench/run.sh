@@ -254,6 +254,7 @@ sql -c "CREATE TABLE absent_emails AS SELECT 'ghost' || i || '@mail.com' AS emai
 inline_settings="SET max_parallel_workers_per_gather = 0; SET enable_hashjoin = off; SET enable_mergejoin = off"
 inline_index="SELECT count(*) FROM absent_emails WHERE bloom_index_contains('users_email_bloom', email)"
 inline_regclass="SELECT count(*) FROM absent_emails WHERE bloom_index_contains('users_email_bloom'::regclass, email)"
+inline_composite="SELECT count(*) FROM absent_emails WHERE bloom_index_contains('users_id_email_bloom', 7, email)"
 inline_probe="SELECT count(*) FROM absent_emails a WHERE EXISTS (SELECT 1 FROM users u WHERE u.email = a.email)"
 inline_scan="SELECT count(*) FROM absent_emails WHERE length(email) < 0"
 sql -c "$inline_settings" -c "EXPLAIN (COSTS OFF) $inline_probe" | grep -q 'Nested Loop' \
@@ -262,7 +263,7 @@ sql -c "$inline_settings" -c "EXPLAIN (COSTS OFF) $inline_probe" | grep -q 'Nest
 sql -c "EXPLAIN (VERBOSE, COSTS OFF) $inline_index" | grep -q "bloom_index_contains('users_email_bloom'::text" \
   || fail "bloom_index_contains('users_email_bloom', email) does not take the index's name as text"
 inline=$(timed_queries "$ROUNDS" "$inline_settings" scan="$inline_scan" index="$inline_index" \
-  regclass="$inline_regclass" probe="$inline_probe")
+  regclass="$inline_regclass" composite="$inline_composite" probe="$inline_probe")
 # shared_hits QUERY: the shared buffers the query touched.
 shared_hits() {
   local plan
@@ -281,6 +282,7 @@ per_check_us() {
 }
 index_runs=$(per_check_us "$(times_of "$inline" scan)" "$(times_of "$inline" index)")
 regclass_runs=$(per_check_us "$(times_of "$inline" scan)" "$(times_of "$inline" regclass)")
+composite_runs=$(per_check_us "$(times_of "$inline" scan)" "$(times_of "$inline" composite)")
 probe_runs=$(per_check_us "$(times_of "$inline" scan)" "$(times_of "$inline" probe)")
 # shellcheck disable=SC2086
 index_us=$(median $index_runs)
@@ -298,6 +300,10 @@ echo "inside a statement, per absent email: bloom_index_contains by name $index_
   "($probe_buffers shared buffers); the backend waited for a CPU $(waited_share "$inline") of the time"
 echo "  us per check round by round: by name $index_runs; as regclass $regclass_runs; probe $probe_runs"
 row "a) in a statement: unique-index probe us / bloom_index_contains us" "$index_ratio" ">=" 4
+# shellcheck disable=SC2086
+echo "  a composite (id, email) check by name: $(median $composite_runs) us; round by round: $composite_runs"
+row "a) in a statement: composite (id, email) check us / one-column check us" \
+  "$(median_ratio "$composite_runs" "$index_runs")" "<=" 1.1
 row "a) in a statement: unique-index probe us / bloom_index_contains(...::regclass) us (context)" "$regclass_ratio"
 row "a) in a statement: shared buffers per check, bloom_index_contains" "$index_buffers" "<=" 1
 row "a) in a statement: shared buffers per check, unique-index probe (context)" "$probe_buffers"

@@ -23,6 +23,9 @@ CREATE INDEX users_email_bloom ON users USING bloomfilter (email)
   WITH (capacity = 1000000, error_rate = 0.01);
 CREATE INDEX users_partitioned_email_bloom ON users_partitioned USING bloomfilter (email)
   WITH (capacity = 20000, error_rate = 0.01);
+-- A composite key of two columns, checked beside the one-column index (section a).
+CREATE INDEX users_id_email_bloom ON users USING bloomfilter (id, email)
+  WITH (capacity = 1000000, error_rate = 0.01);
 
 CREATE TABLE filters (id integer PRIMARY KEY, f bloom NOT NULL);
 INSERT INTO filters SELECT 1, bloom_agg(email) FROM users;
