@@ -612,43 +612,10 @@ export class IndexFollower extends EventEmitter implements IndexChecker {
       const i = positions[p];
       const state = this.states[i]!;
       const asked: readonly IndexKey[] = open === null ? list : open.map((j) => list[j]);
-      if (state.composite !== null) {
-        // A loop of compositeHash and the filter's check of a hash for now, not a batch.
-        const composite = state.composite, filter = state.filter;
-        const hashes = asked.map((key) => composite.hash(key));
-        const found = hashes.map((h) => filter.containsHash(h));
-        if (answers === null) {
-          answers = found;
-        } else {
-          for (let j = 0; j < found.length; j++) if (found[j]) answers[open![j]] = true;
-        }
-        if (p + 1 < positions.length) {
-          open = [];
-          for (let j = 0; j < answers.length; j++) if (!answers[j]) open.push(j);
-          if (open.length === 0) break;
-        }
-        continue;
-      }
-      const values = asked as readonly Key[];
-      let probes: Key[] | readonly Key[] = values;
-      let maybe: number[] | null = null;
-      if (state.transform !== null) {
-        const transformed: Key[] = new Array(asked.length);
-        for (let j = 0; j < asked.length; j++) {
-          const probe = state.transform(values[j]);
-          if (probe === MAYBE) {
-            (maybe ??= []).push(j);
-            transformed[j] = "";
-          } else {
-            transformed[j] = probe;
-          }
-        }
-        probes = transformed;
-      } else if (state.keyType !== null) {
-        for (let j = 0; j < asked.length; j++) check(values[j], state.keyType, this.names[i]);
-      }
-      const found = state.filter.containsMany(probes, state.keyType ?? undefined);
-      if (maybe !== null) for (const j of maybe) found[j] = true;
+      const found =
+        state.composite !== null
+          ? this.compositeFound(state.composite, state.filter, asked)
+          : this.keysFound(state, i, asked as readonly Key[]);
       if (answers === null) {
         answers = found;
       } else {
@@ -661,6 +628,34 @@ export class IndexFollower extends EventEmitter implements IndexChecker {
       }
     }
     return answers!;
+  }
+
+  // A loop of compositeHash and the filter's check of a hash for now, not a batch.
+  private compositeFound(composite: Composite, filter: Filter, asked: readonly IndexKey[]): boolean[] {
+    return asked.map((key) => filter.containsHash(composite.hash(key)));
+  }
+
+  private keysFound(state: IndexState, i: number, values: readonly Key[]): boolean[] {
+    let probes: Key[] | readonly Key[] = values;
+    let maybe: number[] | null = null;
+    if (state.transform !== null) {
+      const transformed: Key[] = new Array(values.length);
+      for (let j = 0; j < values.length; j++) {
+        const probe = state.transform(values[j]);
+        if (probe === MAYBE) {
+          (maybe ??= []).push(j);
+          transformed[j] = "";
+        } else {
+          transformed[j] = probe;
+        }
+      }
+      probes = transformed;
+    } else if (state.keyType !== null) {
+      for (let j = 0; j < values.length; j++) check(values[j], state.keyType, this.names[i]);
+    }
+    const found = state.filter.containsMany(probes, state.keyType ?? undefined);
+    if (maybe !== null) for (const j of maybe) found[j] = true;
+    return found;
   }
 
   /** The current copies (format version 2), one per index. */
