@@ -222,6 +222,44 @@ SELECT bloom_index_contains('tenants_hash_bloom', 7, 'USER7@mail.com') AS t7,
        bloom_index_contains('tenants_hash_bloom', 70, 'USER7@mail.com') AS t70,
        bloom_index_contains('tenants_hash_bloom', 3000000000, 'USER7@mail.com') AS t3000000000;
 SELECT bloom_index_verify('tenants_hash_bloom') AS verified;
+-- Routing by any plain key column, level by level: the partitions' indexes a check locked show
+-- which it read (the first key column, the second, an expression column's table column: none).
+CREATE FUNCTION checked(index regclass, tenant bigint, email text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  found bool := bloom_index_contains(index, tenant, email);
+BEGIN
+  RETURN found || ' ' || array_to_string(ARRAY(
+    SELECT c.relname::text FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+    WHERE l.pid = pg_backend_pid() AND l.locktype = 'relation' AND c.relkind = 'i'
+      AND c.relnamespace = 'regress_bloom_cc'::regnamespace AND c.relname LIKE 'routed%' ORDER BY 1), ',');
+END $$;
+CREATE TABLE routed (tenant_id bigint NOT NULL, email text NOT NULL) PARTITION BY HASH (email);
+SELECT format('CREATE TABLE routed_%s PARTITION OF routed FOR VALUES WITH (MODULUS 4, REMAINDER %s)%s', r, r,
+              CASE WHEN r = 3 THEN ' PARTITION BY LIST (tenant_id)' ELSE '' END)
+FROM generate_series(0, 3) r \gexec
+CREATE TABLE routed_3_low PARTITION OF routed_3 FOR VALUES IN (1, 2, 3, 4, 5);
+CREATE TABLE routed_3_high PARTITION OF routed_3 DEFAULT;
+INSERT INTO routed SELECT t, 'user' || i || '@mail.com' FROM generate_series(1, 10) t, generate_series(1, 200) i;
+CREATE INDEX routed_bloom ON routed USING bloomfilter (tenant_id, email) WITH (capacity = 1000);
+SELECT count(*) FILTER (WHERE NOT bloom_index_contains('routed_bloom', tenant_id, email)) AS false_negatives
+FROM routed;
+-- Each check in its own statement (a statement planned over the table locks every index).
+-- Each email's partition, and under routed_3 each tenant's: one leaf's index read.
+SELECT tableoid::regclass AS partition FROM routed WHERE (tenant_id, email) IN ((1, 'user1@mail.com'), (9, 'user1@mail.com'), (1, 'user3@mail.com')) ORDER BY tenant_id, email;
+SELECT checked('routed_bloom', 1, 'user1@mail.com') AS low;
+SELECT checked('routed_bloom', 9, 'user1@mail.com') AS high;
+SELECT checked('routed_bloom', 1, 'user3@mail.com') AS other_email;
+SELECT checked('routed_bloom', 9, 'ghost@mail.com') AS ghost;
+-- A pair inserted after a check that found it absent, in the partition it routes to.
+SELECT checked('routed_bloom', 1, 'x') AS before_insert;
+INSERT INTO routed VALUES (1, 'x');
+SELECT checked('routed_bloom', 1, 'x') AS after_insert;
+-- Hashed by email, an expression's column here: every hash partition's index is read, and under
+-- routed_3 (by tenant_id) only the tenant's.
+CREATE INDEX routed_lower_bloom ON routed USING bloomfilter (tenant_id, lower(email)) WITH (capacity = 1000);
+SELECT count(*) FILTER (WHERE NOT bloom_index_contains('routed_lower_bloom', tenant_id, email)) AS false_negatives
+FROM routed;
+SELECT checked('routed_lower_bloom', 1, 'USER1@mail.com') AS unrouted_email;
 
 -- Privileges as for a one-column index: a reader needs SELECT on the key columns, and an
 -- expression that is not built-in code is applied only for the owner and its members.

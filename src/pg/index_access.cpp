@@ -261,12 +261,12 @@ Bitmapset *index_columns(Relation index) {
     return columns;
 }
 
-// Whether a partitioned table's partition key is the column named `column` alone (by name: a
-// partition's columns may lie in another order).
-bool keyed_by(Oid table, const char *column) {
-    if (column == nullptr) return false;
+// Which of the index's key columns (`columns`: their names, null for an expression) a
+// partitioned table's partition key is alone, or -1 (by name: a partition's columns may lie in
+// another order).
+int routed_by(Oid table, const List *columns) {
     HeapTuple tuple = SearchSysCache1(PARTRELID, ObjectIdGetDatum(table));
-    if (!HeapTupleIsValid(tuple)) return false;
+    if (!HeapTupleIsValid(tuple)) return -1;
     const auto *form = reinterpret_cast<Form_pg_partitioned_table>(GETSTRUCT(tuple));
     AttrNumber attnum = form->partnatts == 1 ? form->partattrs.values[0] : 0;
     // Routing calls the partition key's operator class's support function as the caller: only
@@ -280,7 +280,12 @@ bool keyed_by(Oid table, const char *column) {
     ReleaseSysCache(tuple);
     // The partition is not locked: dropped meanwhile, it has no column, and is not routed to.
     const char *name = attnum != 0 ? get_attname(table, attnum, true) : nullptr;
-    return name != nullptr && strcmp(name, column) == 0;
+    if (name == nullptr) return -1;
+    for (int i = 0; i < list_length(columns); i++) {
+        const char *column = static_cast<const char *>(list_nth(columns, i));
+        if (column != nullptr && strcmp(name, column) == 0) return i;
+    }
+    return -1;
 }
 
 void prepare_index_check(IndexCheck *check, Relation index) {
@@ -288,9 +293,13 @@ void prepare_index_check(IndexCheck *check, Relation index) {
     check->columns = index_columns(index);
     check->partitioned = index->rd_rel->relkind == RELKIND_PARTITIONED_INDEX;
     if (check->partitioned) {
-        const AttrNumber indexed = index->rd_index->indkey.values[0];
-        const char *column = indexed != 0 ? get_attname(check->heap_oid, indexed, false) : nullptr;
-        check->routable = keyed_by(check->heap_oid, column);
+        List *columns = NIL;
+        for (int i = 0; i < index->rd_index->indnkeyatts; i++) {
+            const AttrNumber indexed = index->rd_index->indkey.values[i];
+            columns = lappend(columns,
+                              indexed != 0 ? get_attname(check->heap_oid, indexed, false) : nullptr);
+        }
+        check->routed_by = routed_by(check->heap_oid, columns);
         // Each partitioned index with its table.
         List *pending = list_make1_oid(check->index_oid);
         List *pending_tables = list_make1_oid(check->heap_oid);
@@ -311,7 +320,7 @@ void prepare_index_check(IndexCheck *check, Relation index) {
                 part->table = table;
                 part->parent_index = parent;
                 part->leaf = get_rel_relkind(part->index) != RELKIND_PARTITIONED_INDEX;
-                part->routable = !part->leaf && keyed_by(table, column);
+                part->routed_by = part->leaf ? -1 : routed_by(table, columns);
                 check->parts = lappend(check->parts, part);
                 if (!part->leaf) {
                     pending = lappend_oid(pending, part->index);

@@ -23,9 +23,9 @@ struct IndexCheck {
     bool partitioned;
     List *parts;  // a partitioned index's descendants: PartIndex entries, parents before children
     Oid unindexed_partition;  // a partition with no index under it (a foreign table), if any
-    // Whether the table is partitioned by the indexed column alone (an index on a plain column):
-    // a check then visits only the partition the value routes to.
-    bool routable;
+    // The key column (0-based) the table is partitioned by alone, a plain column of the index, or
+    // -1: a check then visits only the partition that column's value routes to.
+    int routed_by;
     // An expression index: the value stands for column `column` of the table, and the index's
     // expression of it is the key.
     bool expression;
@@ -57,7 +57,7 @@ struct PartIndex {
     Oid table;
     Oid parent_index;
     bool leaf;
-    bool routable;  // a partitioned table, partitioned by the indexed column alone
+    int routed_by;  // a partitioned table's routing key column, as IndexCheck's; -1: none
 };
 
 // Opens a bloomfilter index (AccessShareLock, its table's first) that answers, with the
@@ -152,7 +152,8 @@ bool expression_is_built_in(Node *expression);
 // a check gives a value for each, in column order.
 void check_key_count(Relation index, int values, const char *function);
 // Whether a partitioned index's partitions may hold a key hashed already (index_contains.cpp):
-// `column_value`, of the index's first column's type, routes it when check->routable.
-bool partitions_hold(Relation index, IndexCheck *check, Datum column_value, KeyHash h);
+// `column_values`, each key column's value as its column's type, route it when a level is
+// partitioned by one of them (check->routed_by, PartIndex::routed_by).
+bool partitions_hold(Relation index, IndexCheck *check, const Datum *column_values, KeyHash h);
 
 }  // namespace bloomfilter

@@ -195,10 +195,10 @@ enum class Outcome { hash, absent, null };
 
 // The composite key the values stand for; `absent` when no row can have it (an integer out of
 // its column's range), `null` when an expression gives NULL (such a row is not indexed).
-// *first_column: the first value as its column's type, for routing.
+// column_values[i]: value i as its column's type, for routing (a plain key column's).
 Outcome composite_key(FunctionCallInfo fcinfo, Relation index, IndexCheck *check,
                       CompositeCheck *composite, bool key_given, Oid run_as, KeyHash *h,
-                      Datum *first_column) {
+                      Datum *column_values) {
     CompositeKey key;
     for (int i = 0; i < composite->count; i++) {
         KeyPart &part = composite->parts[i];
@@ -209,7 +209,7 @@ Outcome composite_key(FunctionCallInfo fcinfo, Relation index, IndexCheck *check
         if (!value_as_column(value, value_type, key_given ? part.key_type : part.column_type,
                              &column_value))
             return Outcome::absent;
-        if (i == 0) *first_column = column_value;
+        column_values[i] = column_value;
         // Hashed by the index's support function, as the index hashes its column: the same
         // composite key by construction.
         FmgrInfo *hash = index_getprocinfo(index, AttrNumber(i + 1), 1);
@@ -273,12 +273,12 @@ Datum check_composite(FunctionCallInfo fcinfo, const char *function, bool by_nam
                          "results with bloom_index_contains_key.")));
     }
     KeyHash h;
-    Datum first_column = (Datum)0;
+    Datum column_values[INDEX_MAX_KEYS];
     const Outcome outcome =
-        composite_key(fcinfo, index, check, composite, key_given, run_as, &h, &first_column);
+        composite_key(fcinfo, index, check, composite, key_given, run_as, &h, column_values);
     bool present = false;
     if (outcome == Outcome::hash)
-        present = check->partitioned ? partitions_hold(index, check, first_column, h)
+        present = check->partitioned ? partitions_hold(index, check, column_values, h)
                                      : index_contains(index, h);
     index_close(index, NoLock);
     if (outcome == Outcome::null) PG_RETURN_NULL();

@@ -68,7 +68,7 @@ bool value_as_column(Datum value, Oid value_type, Oid column_type, Datum *out) {
     return true;
 }
 
-// The partition of `table`, partitioned by the indexed column alone, that rows with this value
+// The partition of `table`, partitioned by one key column alone, that rows with this value
 // go to: 1 and the partition in *partition, 0 when no partition takes the value, -1 when its
 // strategy is unknown (any partition may hold the value).
 int route_value(Relation table, Datum column_value, Oid *partition) {
@@ -166,15 +166,15 @@ private:
 };
 
 // Whether a partition's index, under the partitioned index `index` of `table`, may hold the key:
-// only the partition the value routes to is visited when the partition key is the indexed
-// column, every partition otherwise.
-bool partitions_contain(const IndexCheck *check, Oid table, bool routable, Oid index,
-                        Datum column_value, KeyHash h) {
+// only the partition the values route to is visited when the partition key is one of the
+// index's key columns (`routed_by`), every partition otherwise.
+bool partitions_contain(const IndexCheck *check, Oid table, int routed_by, Oid index,
+                        const Datum *column_values, KeyHash h) {
     Oid routed = InvalidOid;
-    if (routable) {
+    if (routed_by >= 0) {
         Relation parent = try_relation_open(table, AccessShareLock);
         if (parent == nullptr) return false;  // dropped since the partitions were listed
-        const int routes = route_value(parent, column_value, &routed);
+        const int routes = route_value(parent, column_values[routed_by], &routed);
         relation_close(parent, NoLock);
         if (routes == 0) return false;
     }
@@ -192,8 +192,8 @@ bool partitions_contain(const IndexCheck *check, Oid table, bool routable, Oid i
                 present = !batch.add(check, part->index, part->table, h) ||
                           (batch.full() && batch.check(h));
             } else {
-                present = batch.check(h) || partitions_contain(check, part->table, part->routable,
-                                                               part->index, column_value, h);
+                present = batch.check(h) || partitions_contain(check, part->table, part->routed_by,
+                                                               part->index, column_values, h);
             }
             // check() also releases the leaves still in the batch.
             if (present || OidIsValid(routed)) return batch.check(h) || present;
@@ -362,8 +362,8 @@ bool partitioned_contains(Relation index, IndexCheck *check, Datum value, Oid va
         !value_as_column(value, value_type, check->column_type, &column_value))
         return false;
     for (;;) {
-        if (partitions_contain(check, check->heap_oid, check->routable, check->index_oid,
-                               column_value, h))
+        if (partitions_contain(check, check->heap_oid, check->routed_by, check->index_oid,
+                               &column_value, h))
             return true;
         if (check->valid) return false;
         check = index_check(index);
@@ -445,10 +445,10 @@ Datum check_index(FunctionCallInfo fcinfo, const char *function, bool by_name, b
 
 namespace bloomfilter {
 
-bool partitions_hold(Relation index, IndexCheck *check, Datum column_value, KeyHash h) {
+bool partitions_hold(Relation index, IndexCheck *check, const Datum *column_values, KeyHash h) {
     for (;;) {
-        if (partitions_contain(check, check->heap_oid, check->routable, check->index_oid,
-                               column_value, h))
+        if (partitions_contain(check, check->heap_oid, check->routed_by, check->index_oid,
+                               column_values, h))
             return true;
         if (check->valid) return false;
         check = index_check(index);
