@@ -111,6 +111,10 @@ inline Oid key_base_type(Oid type) {
 // an untyped literal (unknown, a C string) as text. 42804 for another type.
 uint64_t value_hash(Datum value, Oid type);
 
+// Whether `function` is one of the support functions of the extension's operator classes
+// (bloom_hash of text, bytea, smallint, integer, bigint, uuid): value_hash of its key type.
+bool is_key_hash_support(PGFunction function);
+
 // The bytes of a key, for a check that hashes them once it knows the filter's version.
 struct KeyBytes {
     const void *data;

@@ -33,6 +33,7 @@ struct KeyPart {
     AttrNumber column;
     Oid column_type;  // that column's (base) type: a value's
     Oid key_type;     // the index column's (base) type: a key's
+    bool own_hash;    // its support function is the extension's (is_key_hash_support)
     // An expression's: the expression alone, for FormIndexDatum.
     IndexInfo *index_info;
     bool planned_functions;  // the functions of its planned form are in the check's (below)
@@ -96,6 +97,7 @@ CompositeCheck *prepare_composite(Relation index, IndexCheck *check) {
     for (int i = 0; i < composite->count; i++) {
         KeyPart &part = composite->parts[i];
         part.key_type = getBaseType(TupleDescAttr(RelationGetDescr(index), i)->atttypid);
+        part.own_hash = is_key_hash_support(index_getprocinfo(index, AttrNumber(i + 1), 1)->fn_addr);
         const AttrNumber indexed = index->rd_index->indkey.values[i];
         if (indexed != 0) {
             part.column = indexed;
@@ -193,6 +195,14 @@ Datum value_of_type(FunctionCallInfo fcinfo, Relation index, int argument, Oid t
 
 enum class Outcome { hash, absent, null };
 
+// A key's hash by the index's support function for its column, as the index hashes it: the same
+// composite key by construction. The extension's own support functions are called directly.
+uint64_t part_hash(Relation index, const KeyPart &part, int i, Datum key) {
+    if (part.own_hash) return value_hash(key, part.key_type);
+    return uint64_t(DatumGetInt64(FunctionCall1Coll(index_getprocinfo(index, AttrNumber(i + 1), 1),
+                                                    index->rd_indcollation[i], key)));
+}
+
 // The composite key the values stand for; `absent` when no row can have it (an integer out of
 // its column's range), `null` when an expression gives NULL (such a row is not indexed).
 // column_values[i]: value i as its column's type, for routing (a plain key column's).
@@ -210,19 +220,13 @@ Outcome composite_key(FunctionCallInfo fcinfo, Relation index, IndexCheck *check
                              &column_value))
             return Outcome::absent;
         column_values[i] = column_value;
-        // Hashed by the index's support function, as the index hashes its column: the same
-        // composite key by construction.
-        FmgrInfo *hash = index_getprocinfo(index, AttrNumber(i + 1), 1);
         if (key_given || !part.expression) {
-            key.add(uint64_t(
-                DatumGetInt64(FunctionCall1Coll(hash, index->rd_indcollation[i], column_value))));
+            key.add(part_hash(index, part, i, column_value));
             continue;
         }
         bool is_null;
         const Datum part_key = evaluate_part(check, part, run_as, column_value, &is_null);
-        if (!is_null)
-            key.add(uint64_t(
-                DatumGetInt64(FunctionCall1Coll(hash, index->rd_indcollation[i], part_key))));
+        if (!is_null) key.add(part_hash(index, part, i, part_key));
         ResetPerTupleExprContext(check->estate);
         if (is_null) return Outcome::null;
     }

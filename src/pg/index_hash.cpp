@@ -54,3 +54,12 @@ extern "C" Datum bloom_hash_composite(PG_FUNCTION_ARGS) {
     }
     PG_RETURN_INT64(int64(key.hash().low));
 }
+
+namespace bloomfilter {
+
+bool is_key_hash_support(PGFunction function) {
+    return function == bloom_hash_bytes || function == bloom_hash_int2 ||
+           function == bloom_hash_int4 || function == bloom_hash_int8 || function == bloom_hash_uuid;
+}
+
+}  // namespace bloomfilter
