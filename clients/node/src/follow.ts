@@ -94,14 +94,25 @@ SELECT pg_catalog.quote_ident(a.attname) AS name,
         SELECT pg_catalog.format_type(b.oid, NULL) FROM b WHERE b.typbasetype = 0) AS type
   FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_index i ON a.attrelid = i.indrelid
  WHERE i.indexrelid = $1::pg_catalog.oid AND a.attnum > 0 AND NOT a.attisdropped`;
-// The key columns of a multicolumn index, in order: whether each is an expression, and its base
-// type (a domain's keys are its base type's).
+// The key columns of a multicolumn index, in order: whether each is an expression, its base type
+// (a domain's keys are its base type's), its definition and the ctype it lowers with, as DESCRIBE.
 const KEY_PARTS = `
 SELECT a.attnum::int AS position, i.indkey[a.attnum - 1] = 0 AS is_expression,
        (WITH RECURSIVE b AS (SELECT t.oid, t.typbasetype FROM pg_catalog.pg_type t WHERE t.oid = a.atttypid
                 UNION ALL SELECT t.oid, t.typbasetype FROM pg_catalog.pg_type t JOIN b ON t.oid = b.typbasetype)
-        SELECT pg_catalog.format_type(b.oid, NULL) FROM b WHERE b.typbasetype = 0) AS type
+        SELECT pg_catalog.format_type(b.oid, NULL) FROM b WHERE b.typbasetype = 0) AS type,
+       pg_catalog.pg_get_indexdef(i.indexrelid, a.attnum::int, true) AS definition,
+       CASE WHEN co.oid IS NOT NULL
+            THEN CASE co.collprovider WHEN 'i'
+                 THEN COALESCE(pg_catalog.to_jsonb(co) ->> 'colllocale', pg_catalog.to_jsonb(co) ->> 'colliculocale')
+                 ELSE co.collctype::text END
+            ELSE CASE d.datlocprovider WHEN 'i'
+                 THEN COALESCE(pg_catalog.to_jsonb(d) ->> 'datlocale', pg_catalog.to_jsonb(d) ->> 'daticulocale')
+                 ELSE d.datctype::text END END AS ctype
   FROM pg_catalog.pg_index i JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indexrelid
+  JOIN pg_catalog.pg_database d ON d.datname = pg_catalog.current_database()
+  LEFT JOIN pg_catalog.pg_collation co
+         ON co.oid = i.indcollation[a.attnum - 1] AND co.oid <> 100
  WHERE i.indexrelid = $1::pg_catalog.oid AND a.attnum OPERATOR(pg_catalog.>=) 1
    AND a.attnum OPERATOR(pg_catalog.<=) i.indnkeyatts
  ORDER BY a.attnum`;
@@ -155,6 +166,34 @@ function asciiLower(text: string): string {
  * or MAYBE when the follower cannot apply it as the server would. */
 type Transform = (key: Key) => Key | typeof MAYBE;
 
+/** The transform of an index expression `definition` (pg_get_indexdef's), which the follower
+ * applies only when it is lower() of a text column of `columns`, lowered in `ctype`. `what`
+ * names the key for errors ("index i", "index i: key column 2"). */
+function lowerTransform(what: string, definition: string, columns: Map<string, string>, ctype: string | null): Transform {
+  const match = /^lower\((.+?)(?:::text)?\)$/s.exec(definition);
+  const column = match ? match[1] : null;
+  const columnType = column === null ? undefined : columns.get(column);
+  if (columnType !== "text" && columnType !== "character varying") {
+    throw new UnsupportedIndexError(`${what} has the key expression ${definition}: the follower applies `
+      + "lower() of a text column only; check this index in SQL with bloom_index_contains");
+  }
+  const locale = ctype ?? "";
+  // Exactly "C" or "POSIX" (as PostgreSQL's lc_ctype_is_c): C.UTF-8 is a full locale.
+  const cCtype = locale === "C" || locale === "POSIX";
+  // Turkish and Azeri lower "I" to a dotless i: not even ASCII keys are certain there.
+  const turkic = /^(tr|az)([_.@-]|$)/i.test(locale);
+  return (key: Key): Key | typeof MAYBE => {
+    if (typeof key !== "string") {
+      throw new TypeError(`${what} has keys lower(${column}), which takes a string, not ${typeof key}`);
+    }
+    // eslint-disable-next-line no-control-regex
+    if (cCtype || (!turkic && /^[\x00-\x7f]*$/.test(key))) return asciiLower(key);
+    // Outside the C ctype the server lowers with the operating system's or ICU's tables, which
+    // JavaScript's toLowerCase() does not always match: such keys answer "maybe".
+    return MAYBE;
+  };
+}
+
 /** A key of a followed index: a value of its key's type, or for a multicolumn index an array of
  * one value per key column, in column order. */
 export type IndexKey = Key | readonly Key[];
@@ -176,11 +215,15 @@ const INTEGER_LIMITS: Record<string, bigint> = { smallint: 1n << 15n, integer: 1
 class Composite {
   private readonly keyTypes: KeyType[];
 
-  constructor(private readonly index: string, private readonly types: readonly string[]) {
+  /** `transforms`: an expression column's (lower() of a text column), null for a column. */
+  constructor(private readonly index: string, private readonly types: readonly string[],
+    private readonly transforms: readonly (Transform | null)[]) {
     this.keyTypes = types.map((type) => KEY_TYPES[type]);
   }
 
-  hash(key: unknown): bigint {
+  /** The composite key's hash, or MAYBE when an expression column's value is one the follower
+   * cannot lower as the server would. */
+  hash(key: unknown): bigint | typeof MAYBE {
     const types = this.types, n = types.length;
     if (!Array.isArray(key)) {
       throw new TypeError(`index ${this.index} has ${n} key columns (${types.join(", ")}): a key is an array of ${n} `
@@ -189,8 +232,16 @@ class Composite {
     if (key.length !== n) {
       throw new RangeError(`index ${this.index} has ${n} key columns (${types.join(", ")}): a key of ${key.length} values`);
     }
+    let values = key as Key[];
     for (let i = 0; i < n; i++) {
-      const value = key[i], keyType = this.keyTypes[i];
+      const value = key[i], keyType = this.keyTypes[i], transform = this.transforms[i];
+      if (transform !== null) {
+        const lowered = transform(value);
+        if (lowered === MAYBE) return MAYBE;
+        if (values === key) values = key.slice();
+        values[i] = lowered;
+        continue;
+      }
       check(value, keyType, this.index, `key column ${i + 1} is ${types[i]}, which takes`);
       const limit = INTEGER_LIMITS[types[i]];
       if (limit !== undefined) {
@@ -206,7 +257,7 @@ class Composite {
         }
       }
     }
-    return compositeHash(key as Key[], this.keyTypes);
+    return compositeHash(values, this.keyTypes);
   }
 }
 
@@ -586,7 +637,8 @@ export class IndexFollower extends EventEmitter implements IndexChecker {
       const i = positions[p];
       const state = this.states[i]!;
       if (state.composite !== null) {
-        if (state.filter.containsHash(state.composite.hash(key))) return true;
+        const h = state.composite.hash(key);
+        if (h === MAYBE || state.filter.containsHash(h)) return true;
         continue;
       }
       // One value (an array is refused as a key of any type by check, the transform or the filter).
@@ -632,7 +684,10 @@ export class IndexFollower extends EventEmitter implements IndexChecker {
 
   // A loop of compositeHash and the filter's check of a hash for now, not a batch.
   private compositeFound(composite: Composite, filter: Filter, asked: readonly IndexKey[]): boolean[] {
-    return asked.map((key) => filter.containsHash(composite.hash(key)));
+    return asked.map((key) => {
+      const h = composite.hash(key);
+      return h === MAYBE || filter.containsHash(h);
+    });
   }
 
   private keysFound(state: IndexState, i: number, values: readonly Key[]): boolean[] {
@@ -946,48 +1001,30 @@ export class IndexFollower extends EventEmitter implements IndexChecker {
     // A multicolumn index holds composite keys: a key is an array of the columns' values.
     if (row.key_columns !== 1) {
       const types: string[] = [];
+      const transforms: (Transform | null)[] = [];
+      let columns: Map<string, string> | null = null;
       for (const part of await this.query(KEY_PARTS, [row.oid])) {
-        if (part.is_expression) {
-          // The follower does not apply an index's expressions: a value given for an expression
-          // column would be hashed unchanged, and could answer "absent" wrongly.
-          throw new UnsupportedIndexError(`index ${name}: key column ${part.position} is an expression, which the `
-            + "follower does not apply to a multicolumn index's keys; check this index in SQL with "
-            + "bloom_index_contains(index, value1, value2, ...) or bloom_index_contains_key");
-        }
         if (KEY_TYPES[part.type] === undefined) {
           throw new UnsupportedIndexError(`index ${name}: key column ${part.position} has the type ${part.type}, which `
             + "the follower does not hash");
         }
+        if (part.is_expression) columns ??= await this.columns(row.oid);
+        transforms.push(part.is_expression
+          ? lowerTransform(`index ${name}: key column ${part.position}`, part.definition, columns!, part.ctype)
+          : null);
         types.push(part.type);
       }
-      return { oid: row.oid, keyType: null, transform: null, composite: new Composite(name, types) };
+      return { oid: row.oid, keyType: null, transform: null, composite: new Composite(name, types, transforms) };
     }
     const keyType = KEY_TYPES[row.key_type] ?? null;
     if (!row.is_expression) return { oid: row.oid, keyType, transform: null, composite: null };
-    const columns = new Map<string, string>((await this.query(COLUMNS, [row.oid])).map((c) => [c.name, c.type]));
-    const match = /^lower\((.+?)(?:::text)?\)$/s.exec(row.definition);
-    const column = match ? match[1] : null;
-    const columnType = column === null ? undefined : columns.get(column);
-    if (columnType !== "text" && columnType !== "character varying") {
-      throw new UnsupportedIndexError(`index ${name} has the key expression ${row.definition}: the follower applies `
-        + "lower() of a text column only; check this index in SQL with bloom_index_contains");
-    }
-    const ctype: string = row.ctype ?? "";
-    // Exactly "C" or "POSIX" (as PostgreSQL's lc_ctype_is_c): C.UTF-8 is a full locale.
-    const cCtype = ctype === "C" || ctype === "POSIX";
-    // Turkish and Azeri lower "I" to a dotless i: not even ASCII keys are certain there.
-    const turkic = /^(tr|az)([_.@-]|$)/i.test(ctype);
-    const transform = (key: Key): Key | typeof MAYBE => {
-      if (typeof key !== "string") {
-        throw new TypeError(`index ${name} has keys lower(${column}), which takes a string, not ${typeof key}`);
-      }
-      // eslint-disable-next-line no-control-regex
-      if (cCtype || (!turkic && /^[\x00-\x7f]*$/.test(key))) return asciiLower(key);
-      // Outside the C ctype the server lowers with the operating system's or ICU's tables, which
-      // JavaScript's toLowerCase() does not always match: such keys answer "maybe".
-      return MAYBE;
-    };
+    const transform = lowerTransform(`index ${name}`, row.definition, await this.columns(row.oid), row.ctype);
     return { oid: row.oid, keyType: "text", transform, composite: null };
+  }
+
+  /** The index's table's columns: their names (quoted as pg_get_indexdef quotes them) and base types. */
+  private async columns(oid: number): Promise<Map<string, string>> {
+    return new Map<string, string>((await this.query(COLUMNS, [oid])).map((c) => [c.name, c.type]));
   }
 
   private async load(i: number, reason: ReloadReason | null): Promise<[number, number]> {
