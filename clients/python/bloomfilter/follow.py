@@ -108,15 +108,26 @@ SELECT pg_catalog.quote_ident(a.attname),
   FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_index i ON a.attrelid = i.indrelid
  WHERE i.indexrelid = %s::oid AND a.attnum > 0 AND NOT a.attisdropped
 """
-# The key columns of a multicolumn index, in order: whether each is an expression, and its base
-# type (a domain's keys are its base type's).
+# The key columns of a multicolumn index, in order: whether each is an expression, its base type
+# (a domain's keys are its base type's), its definition and the ctype it lowers with, as _DESCRIBE.
 _KEY_PARTS = """
 SELECT a.attnum, i.indkey[a.attnum - 1] = 0,
        (WITH RECURSIVE b AS (SELECT t.oid, t.typbasetype FROM pg_catalog.pg_type t WHERE t.oid = a.atttypid
                 UNION ALL SELECT t.oid, t.typbasetype FROM pg_catalog.pg_type t JOIN b ON t.oid = b.typbasetype)
         SELECT pg_catalog.format_type(b.oid, NULL) FROM b WHERE b.typbasetype = 0),
+       pg_catalog.pg_get_indexdef(i.indexrelid, a.attnum::int, true),
+       CASE WHEN co.oid IS NOT NULL
+            THEN CASE co.collprovider WHEN 'i'
+                 THEN COALESCE(pg_catalog.to_jsonb(co) ->> 'colllocale', pg_catalog.to_jsonb(co) ->> 'colliculocale')
+                 ELSE co.collctype::text END
+            ELSE CASE d.datlocprovider WHEN 'i'
+                 THEN COALESCE(pg_catalog.to_jsonb(d) ->> 'datlocale', pg_catalog.to_jsonb(d) ->> 'daticulocale')
+                 ELSE d.datctype::text END END,
        pg_catalog.pg_backend_pid()
   FROM pg_catalog.pg_index i JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indexrelid
+  JOIN pg_catalog.pg_database d ON d.datname = pg_catalog.current_database()
+  LEFT JOIN pg_catalog.pg_collation co
+         ON co.oid = i.indcollation[a.attnum - 1] AND co.oid <> 100  -- 100: the database's default
  WHERE i.indexrelid = %s::oid AND a.attnum BETWEEN 1 AND i.indnkeyatts
  ORDER BY a.attnum
 """
@@ -221,16 +232,20 @@ _INTEGER_RANGES = {"smallint": 1 << 15, "integer": 1 << 31, "bigint": 1 << 63}
 
 class _Composite:
     """The key rules of a multicolumn index: a key is a tuple (or list) of one value per key
-    column, in column order, each hashed as its column's type (composite_hash)."""
+    column, in column order, each hashed as its column's type (composite_hash), an expression
+    column's value after its transform (lower() of a text column)."""
 
-    __slots__ = ("index_name", "types")
+    __slots__ = ("index_name", "types", "transforms")
 
-    def __init__(self, index_name, types):
+    def __init__(self, index_name, types, transforms=None):
         self.index_name = index_name
         self.types = tuple(types)  # each column's base type, as format_type names it
+        self.transforms = tuple(transforms or (None,) * len(self.types))
 
     def hash(self, key):
-        """composite_hash of a key, or TypeError/ValueError for a key the index cannot hold."""
+        """composite_hash of a key, TypeError/ValueError for a key the index cannot hold, or
+        _Unreproducible when an expression column's value is one the follower cannot lower as
+        the server would."""
         name, types = self.index_name, self.types
         if not isinstance(key, (tuple, list)):
             raise TypeError("index %s has %d key columns (%s): a key is a tuple of %d values, not %s"
@@ -238,7 +253,13 @@ class _Composite:
         if len(key) != len(types):
             raise ValueError("index %s has %d key columns (%s): a key of %d values"
                              % (name, len(types), ", ".join(types), len(key)))
-        for position, (value, type_) in enumerate(zip(key, types), 1):
+        values = key
+        for position, (value, type_, transform) in enumerate(zip(key, types, self.transforms), 1):
+            if transform is not None:
+                if values is key:
+                    values = list(key)
+                values[position - 1] = transform(value)  # raises for a value of another type
+                continue
             python_type = _KEY_TYPES[type_]
             ok = isinstance(value, python_type) and not isinstance(value, bool)
             if python_type is bytes:
@@ -250,26 +271,60 @@ class _Composite:
             if limit is not None and not -limit <= value < limit:
                 raise ValueError("index %s: key column %d is %s, out of range: %d"
                                  % (name, position, type_, value))
-        return composite_hash(key)
+        return composite_hash(values)
 
 
-def _composite_rules(index_name, oid, parts):
-    """(OID, _Composite, None) of a multicolumn index from its _KEY_PARTS rows."""
-    types = []
-    for position, is_expression, type_ in parts:
+def _composite_rules(index_name, oid, parts, columns):
+    """(OID, _Composite, None) of a multicolumn index from its _KEY_PARTS rows and, when a key
+    column is an expression, its table's _COLUMNS rows."""
+    types, transforms = [], []
+    for position, is_expression, type_, definition, ctype in parts:
         type_ = _text(type_)
-        if is_expression:
-            # The follower does not apply an index's expressions: a value given for an
-            # expression column would be hashed unchanged, and could answer "absent" wrongly.
-            raise UnsupportedIndexError(
-                "index %s: key column %d is an expression, which the follower does not apply to a "
-                "multicolumn index's keys; check this index in SQL with bloom_index_contains(index, "
-                "value1, value2, ...) or bloom_index_contains_key" % (index_name, position))
         if type_ not in _KEY_TYPES:
             raise UnsupportedIndexError("index %s: key column %d has the type %s, which the follower "
                                         "does not hash" % (index_name, position, type_))
+        transforms.append(_lower_rule("index %s: key column %d" % (index_name, position),
+                                      _text(definition), columns, _text(ctype))
+                          if is_expression else None)
         types.append(type_)
-    return oid, _Composite(index_name, types), None
+    return oid, _Composite(index_name, types, transforms), None
+
+
+def _lower_rule(what, definition, columns, ctype):
+    """The transform of an index expression (pg_get_indexdef's `definition`), which the follower
+    applies only when it is lower() of a text column of `columns` (_COLUMNS rows), lowered in
+    `ctype`: UnsupportedIndexError otherwise. `what` names the key for errors."""
+    columns = {_text(name): _text(type_) for name, type_ in columns}
+    match = re.fullmatch(r"lower\((.+?)(?:::text)?\)", definition)
+    column = match.group(1) if match else None
+    if column not in columns or columns[column] not in ("text", "character varying"):
+        raise UnsupportedIndexError(
+            "%s has the key expression %s: the follower applies lower() of a text column only; "
+            "check this index in SQL with bloom_index_contains" % (what, definition))
+    # Exactly "C" or "POSIX" (as PostgreSQL's lc_ctype_is_c): C.UTF-8 is a full locale.
+    c_ctype = ctype in ("C", "POSIX")  # an ICU locale never is
+    # Turkish and Azeri lower "I" to a dotless i: not even ASCII keys are certain there.
+    turkic = re.match(r"(tr|az)([_.@-]|$)", ctype or "", re.IGNORECASE) is not None
+
+    def lower(key):
+        if not isinstance(key, str):
+            raise TypeError("%s has keys lower(%s), which takes str, not %s"
+                            % (what, column, type(key).__name__))
+        if c_ctype:
+            return _ascii_lower(key)
+        if key.isascii() and not turkic:
+            return _ascii_lower(key)
+        # Outside the C ctype the server lowers with the operating system's locale tables,
+        # which Python's str.lower() does not always match: such keys answer "maybe".
+        raise _Unreproducible()
+
+    return lower
+
+
+def _has_expression(rows, parts):
+    """Whether an index (its _DESCRIBE rows, and _KEY_PARTS rows if multicolumn) has an
+    expression key column: _key_rules then needs its table's _COLUMNS rows."""
+    return bool(rows) and bool(rows[0][1] or any(part[1] for part in parts or ()))
 
 
 def _key_rules(index_name, rows, columns, parts=None):
@@ -286,35 +341,11 @@ def _key_rules(index_name, rows, columns, parts=None):
                                     % (index_name, access_method))
     # A multicolumn index holds composite keys: a key is a tuple of the columns' values.
     if key_columns != 1:
-        return _composite_rules(index_name, oid, parts)
+        return _composite_rules(index_name, oid, parts, columns or ())
     key_type = _KEY_TYPES.get(key_type)
     if not is_expression:
         return oid, key_type, None
-    columns = {_text(name): _text(type_) for name, type_ in columns}
-    match = re.fullmatch(r"lower\((.+?)(?:::text)?\)", definition)
-    column = match.group(1) if match else None
-    if column not in columns or columns[column] not in ("text", "character varying"):
-        raise UnsupportedIndexError(
-            "index %s has the key expression %s: the follower applies lower() of a text "
-            "column only; check this index in SQL with bloom_index_contains" % (index_name, definition))
-    # Exactly "C" or "POSIX" (as PostgreSQL's lc_ctype_is_c): C.UTF-8 is a full locale.
-    c_ctype = ctype in ("C", "POSIX")  # an ICU locale never is
-    # Turkish and Azeri lower "I" to a dotless i: not even ASCII keys are certain there.
-    turkic = re.match(r"(tr|az)([_.@-]|$)", ctype or "", re.IGNORECASE) is not None
-
-    def lower(key):
-        if not isinstance(key, str):
-            raise TypeError("index %s has keys lower(%s), which takes str, not %s"
-                            % (index_name, column, type(key).__name__))
-        if c_ctype:
-            return _ascii_lower(key)
-        if key.isascii() and not turkic:
-            return _ascii_lower(key)
-        # Outside the C ctype the server lowers with the operating system's locale tables,
-        # which Python's str.lower() does not always match: such keys answer "maybe".
-        raise _Unreproducible()
-
-    return oid, key_type, lower
+    return oid, key_type, _lower_rule("index %s" % index_name, definition, columns, ctype)
 
 
 def _merge(current, oid, rows):
@@ -353,6 +384,14 @@ def _capacity(f):
     if isinstance(f, LayeredFilter):
         return min(sum(layer[0] for layer in f.layers), 0x7FFFFFFFFFFFFFFF)
     return f.capacity
+
+
+def _maybe_hash(composite, key):
+    """composite.hash(key), or None for a key the follower cannot lower (answered "maybe")."""
+    try:
+        return composite.hash(key)
+    except _Unreproducible:
+        return None
 
 
 def _check_key(index_name, key_type, transform, key):
@@ -476,7 +515,10 @@ class _Index:
         if isinstance(key_type, _Composite):
             # A tuple of the key columns' values: hashed here (composite_hash) and checked by its
             # hash in pure Python, never handed to the compiled check as a key.
-            h = key_type.hash(key)
+            try:
+                h = key_type.hash(key)
+            except _Unreproducible:
+                return True
             if self.max_lag is not None and time.monotonic() - self._refreshed_at > self.max_lag:
                 self._stale()
                 return True
@@ -503,12 +545,12 @@ class _Index:
         maybe = ()
         if isinstance(key_type, _Composite):
             # A loop of composite_hash and the pure-Python check for now, not a batch.
-            hashes = [key_type.hash(key) for key in keys]
+            hashes = [_maybe_hash(key_type, key) for key in keys]
             if self.max_lag is not None and time.monotonic() - self._refreshed_at > self.max_lag:
                 self._stale()
                 return [True] * len(keys)
             contains_hash = f.contains_hash
-            return [contains_hash(h) for h in hashes]
+            return [h is None or contains_hash(h) for h in hashes]
         if transform is not None:
             checked, maybe = [], []
             for key in keys:
@@ -715,8 +757,8 @@ class _Index:
     def _describe(self):
         """(OID, key type, key transform or None) of the index now under the name."""
         rows = self._query(_DESCRIBE, [self.index_name])
-        columns = self._query(_COLUMNS, [rows[0][0]]) if rows and rows[0][1] else None
         parts = self._query(_KEY_PARTS, [rows[0][0]]) if rows and rows[0][6] != 1 else None
+        columns = self._query(_COLUMNS, [rows[0][0]]) if _has_expression(rows, parts) else None
         return _key_rules(self.index_name, rows, columns, parts)
 
     def _load(self):

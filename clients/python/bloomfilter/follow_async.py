@@ -207,8 +207,9 @@ class AsyncIndexFollower(_follow._Index):
 
     async def _load(self):
         rows = await self._query(_follow._DESCRIBE, [self.index_name])
-        columns = await self._query(_follow._COLUMNS, [rows[0][0]]) if rows and rows[0][1] else None
         parts = await self._query(_follow._KEY_PARTS, [rows[0][0]]) if rows and rows[0][6] != 1 else None
+        columns = (await self._query(_follow._COLUMNS, [rows[0][0]])
+                   if _follow._has_expression(rows, parts) else None)
         oid, key_type, transform = _follow._key_rules(self.index_name, rows, columns, parts)
         (lsn,), = await self._query(_follow._CURRENT_LSN, [])
         (data,), = await self._query(_follow._LOAD, [oid])
