@@ -296,8 +296,8 @@ void prepare_index_check(IndexCheck *check, Relation index) {
         List *columns = NIL;
         for (int i = 0; i < index->rd_index->indnkeyatts; i++) {
             const AttrNumber indexed = index->rd_index->indkey.values[i];
-            columns = lappend(columns,
-                              indexed != 0 ? get_attname(check->heap_oid, indexed, false) : nullptr);
+            columns = lappend(
+                columns, indexed != 0 ? get_attname(check->heap_oid, indexed, false) : nullptr);
         }
         check->routed_by = routed_by(check->heap_oid, columns);
         // Each partitioned index with its table.

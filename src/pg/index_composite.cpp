@@ -97,7 +97,8 @@ CompositeCheck *prepare_composite(Relation index, IndexCheck *check) {
     for (int i = 0; i < composite->count; i++) {
         KeyPart &part = composite->parts[i];
         part.key_type = getBaseType(TupleDescAttr(RelationGetDescr(index), i)->atttypid);
-        part.own_hash = is_key_hash_support(index_getprocinfo(index, AttrNumber(i + 1), 1)->fn_addr);
+        part.own_hash =
+            is_key_hash_support(index_getprocinfo(index, AttrNumber(i + 1), 1)->fn_addr);
         const AttrNumber indexed = index->rd_index->indkey.values[i];
         if (indexed != 0) {
             part.column = indexed;
@@ -171,12 +172,30 @@ bool value_as_column(Datum value, Oid value_type, Oid column_type, Datum *out) {
     }
 }
 
+// What a call site keeps between calls (fn_extra, in fn_mcxt): the name it last resolved, and its
+// arguments' types, fixed by its expression.
+struct CallSite {
+    ResolvedName *name;
+    Oid argument_types[FUNC_MAX_ARGS];
+};
+
+CallSite *call_site(FunctionCallInfo fcinfo) {
+    if (fcinfo->flinfo->fn_extra == nullptr) {
+        CallSite *site = static_cast<CallSite *>(
+            MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(CallSite)));
+        for (int i = 0; i < PG_NARGS(); i++)
+            site->argument_types[i] = get_fn_expr_argtype(fcinfo->flinfo, i);
+        fcinfo->flinfo->fn_extra = site;
+    }
+    return static_cast<CallSite *>(fcinfo->flinfo->fn_extra);
+}
+
 // Argument `argument` as a value of `type`: an untyped literal is read by the type's input
 // function (of a built-in type: a domain's constraints, its owner's code, are not run), any
 // other value must be of the type's family.
-Datum value_of_type(FunctionCallInfo fcinfo, Relation index, int argument, Oid type,
-                    Oid *value_type) {
-    *value_type = get_fn_expr_argtype(fcinfo->flinfo, argument);
+Datum value_of_type(FunctionCallInfo fcinfo, const CallSite *site, Relation index, int argument,
+                    Oid type, Oid *value_type) {
+    *value_type = site->argument_types[argument];
     if (*value_type == UNKNOWNOID) {
         Oid input, parameter;
         getTypeInputInfo(type, &input, &parameter);
@@ -209,12 +228,13 @@ uint64_t part_hash(Relation index, const KeyPart &part, int i, Datum key) {
 Outcome composite_key(FunctionCallInfo fcinfo, Relation index, IndexCheck *check,
                       CompositeCheck *composite, bool key_given, Oid run_as, KeyHash *h,
                       Datum *column_values) {
+    const CallSite *site = call_site(fcinfo);
     CompositeKey key;
     for (int i = 0; i < composite->count; i++) {
         KeyPart &part = composite->parts[i];
         Oid value_type;
         const Datum value = value_of_type(
-            fcinfo, index, i + 1, key_given ? part.key_type : part.column_type, &value_type);
+            fcinfo, site, index, i + 1, key_given ? part.key_type : part.column_type, &value_type);
         Datum column_value;
         if (!value_as_column(value, value_type, key_given ? part.key_type : part.column_type,
                              &column_value))
@@ -237,12 +257,11 @@ Outcome composite_key(FunctionCallInfo fcinfo, Relation index, IndexCheck *check
 // Every form: the index by name (text) or OID (regclass), values (`key_given` false: an
 // expression column's value is its table column's, the expression applied here) or keys.
 Datum check_composite(FunctionCallInfo fcinfo, const char *function, bool by_name, bool key_given) {
+    CallSite *site = call_site(fcinfo);
     Oid heap_oid = InvalidOid;
-    const Oid index_oid =
-        by_name ? resolve_index_name(PG_GETARG_TEXT_PP(0), &heap_oid,
-                                     reinterpret_cast<ResolvedName **>(&fcinfo->flinfo->fn_extra),
-                                     fcinfo->flinfo->fn_mcxt)
-                : PG_GETARG_OID(0);
+    const Oid index_oid = by_name ? resolve_index_name(PG_GETARG_TEXT_PP(0), &heap_oid, &site->name,
+                                                       fcinfo->flinfo->fn_mcxt)
+                                  : PG_GETARG_OID(0);
     Relation index = open_bloomfilter_index(index_oid, heap_oid);
     IndexCheck *check = index_check(index);
     check_key_count(index, PG_NARGS() - 1, function);

@@ -59,7 +59,8 @@ namespace bloomfilter {
 
 bool is_key_hash_support(PGFunction function) {
     return function == bloom_hash_bytes || function == bloom_hash_int2 ||
-           function == bloom_hash_int4 || function == bloom_hash_int8 || function == bloom_hash_uuid;
+           function == bloom_hash_int4 || function == bloom_hash_int8 ||
+           function == bloom_hash_uuid;
 }
 
 }  // namespace bloomfilter
