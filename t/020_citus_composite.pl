@@ -16,10 +16,11 @@
 #      and a pair never inserted (false); the check in a parallel worker (the runner) too.
 #   3. Values of other types and expression columns: (org_id int, lower(username)) by value (an
 #      untyped literal, a bigint, out of the column's range) and by key; (bigint, bytea, uuid);
-#      quotes, backslashes, `%s`, `$$` and non-ASCII in values.
+#      quotes, backslashes, `%s`, `$$` and non-ASCII in values; an expression giving NULL: NULL.
 #   4. Errors: the wrong number or type of values (42804), a caller without SELECT on the table
 #      or on one key column (42501); on a worker, bloom_index_probe refuses a malformed hash or
-#      kind (22023) and a count of key columns other than the index's (42804), and answers a
+#      kind (22023), a count of key columns other than the index's and a form for another count
+#      (42804), a role without SELECT on both key columns of the shard (42501), and answers a
 #      well-formed one from the shard index's bits.
 # Needs Citus installed into the server (test/citus.sh); skipped without it.
 use strict;
@@ -208,7 +209,18 @@ $coordinator->safe_psql('postgres', q{
 	SELECT create_distributed_table('hard', 'tenant_id', shard_count => 4);
 	CREATE INDEX hard_bloom ON hard USING bloomfilter (tenant_id, email);
 	INSERT INTO hard VALUES ($$O'Brien\%s$$, $$a$$ || '$$' || $$b'c\\d@é.example$$);
+
+	CREATE TABLE nicknames (org_id int NOT NULL, nick text NOT NULL);
+	SELECT create_distributed_table('nicknames', 'org_id', shard_count => 4);
+	CREATE INDEX nicknames_bloom ON nicknames USING bloomfilter (org_id, nullif(nick, ''));
+	INSERT INTO nicknames VALUES (1, 'ace'), (1, '');
+
+	CREATE INDEX signups1_email_bloom ON signups1 USING bloomfilter (email);
 });
+is($coordinator->safe_psql('postgres', q{SELECT
+	coalesce(bloom_index_contains('nicknames_bloom', 1, '')::text, 'null') || ' ' ||
+	bloom_index_contains('nicknames_bloom', 1, 'ace') || ' ' || bloom_index_contains('nicknames_bloom', 2, 'ace')}),
+	'null true false', 'an expression giving NULL answers NULL (such a row is not indexed), and asks no shard');
 is($coordinator->safe_psql('postgres', q{SELECT
 	bloom_index_contains('members_bloom', 7, 'ALICE') || ' ' ||
 	bloom_index_contains('members_bloom', 7::bigint, 'alice') || ' ' ||
@@ -280,5 +292,19 @@ is(sqlstate($worker, $probe->($hash, 'composite:3')), '42804',
 	'worker: a count of key columns other than the index\'s: 42804');
 is(sqlstate($worker, $probe->('18446744073709551615', 'composite:2')), 'none',
 	'worker: the largest hash is well formed');
+is(sqlstate($worker, $probe->($email, '25')), '42804',
+	'worker: the one-column form on a two-column index: 42804');
+is(sqlstate($worker, $probe->($hash, 'composite:2', 'public.signups1_email_bloom')), '42804',
+	'worker: the composite form on a one-column index: 42804');
+
+# On the shard, the probe checks what a check needs: SELECT on both key columns of the shard.
+# half_reader, given SELECT on the shard's tenant_id alone (enough for a query that reads no
+# column), is refused; with email too, answered.
+$worker->safe_psql('postgres', "SET citus.enable_ddl_propagation = off; GRANT SELECT (tenant_id) ON $shard TO half_reader");
+is(sqlstate($worker, $probe->($hash, 'composite:2'), 'half_reader'), '42501',
+	'worker: the composite probe by a role with SELECT on one key column of the shard: 42501');
+$worker->safe_psql('postgres', "SET citus.enable_ddl_propagation = off; GRANT SELECT (email) ON $shard TO half_reader");
+is($worker->safe_psql('postgres', "SET ROLE half_reader; " . $probe->($hash, 'composite:2')), '1',
+	'worker: with SELECT on both key columns, answered');
 
 done_testing();
