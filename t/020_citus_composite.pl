@@ -18,7 +18,8 @@
 #      untyped literal, a bigint, out of the column's range) and by key; (bigint, bytea, uuid);
 #      quotes, backslashes, `%s`, `$$` and non-ASCII in values; an expression giving NULL: NULL.
 #   4. Errors: the wrong number or type of values (42804), a caller without SELECT on the table
-#      or on one key column (42501); on a worker, bloom_index_probe refuses a malformed hash or
+#      or on one key column, an expression of the owner's code for another role (42501, its keys
+#      checked instead); on a worker, bloom_index_probe refuses a malformed hash or
 #      kind (22023), a count of key columns other than the index's and a form for another count
 #      (42804), a role without SELECT on both key columns of the shard (42501), and answers a
 #      well-formed one from the shard index's bits.
@@ -262,6 +263,22 @@ is(sqlstate($coordinator, q{SELECT bloom_index_contains('solo_bloom', 't1', 'a')
 	'a role with SELECT on one of the key columns only: 42501');
 is($coordinator->safe_psql('postgres', q{SET ROLE reader; SELECT bloom_index_contains('members_bloom', 7, 'ALICE')}), 't',
 	'a role with SELECT has the built-in expression applied for it, and the shards answer');
+# An expression of the owner's code: applied for the owner, refused for another role (as on one
+# server), whose keys are checked.
+$coordinator->safe_psql('postgres', q{
+	CREATE FUNCTION normalized(value text) RETURNS text IMMUTABLE LANGUAGE plpgsql AS $$ BEGIN RETURN lower(value); END $$;
+	CREATE TABLE handles (org_id int NOT NULL, handle text NOT NULL);
+	SELECT create_distributed_table('handles', 'org_id', shard_count => 4);
+	CREATE INDEX handles_bloom ON handles USING bloomfilter (org_id, normalized(handle));
+	INSERT INTO handles VALUES (3, 'Carol');
+	GRANT SELECT ON handles TO reader;
+});
+is($coordinator->safe_psql('postgres', q{SELECT bloom_index_contains('handles_bloom', 3, 'CAROL') || ' ' ||
+	bloom_index_contains('handles_bloom', 4, 'carol')}), 'true false', "the owner's expression applied for the owner");
+is(sqlstate($coordinator, q{SELECT bloom_index_contains('handles_bloom', 3, 'CAROL')}, 'reader'), '42501',
+	"the owner's expression is not applied for another role: 42501");
+is($coordinator->safe_psql('postgres', q{SET ROLE reader; SELECT bloom_index_contains_key('handles_bloom', 3, 'carol')}), 't',
+	'another role checks the keys');
 
 # On a worker: the probe of a shard of signups1 by a composite key's hash.
 my ($worker, $shard) = (undef, undef);
