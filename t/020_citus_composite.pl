@@ -12,8 +12,9 @@
 #   2. Every kind of Citus table answers under each isolation level, with local execution on and
 #      off: distributed with shard_count 1, with no distribution column (null), a table of a
 #      distributed schema, a reference table, a Citus local table, and a partitioned distributed
-#      table (asked through Citus's runner), each with a pair committed after the snapshot (true)
-#      and a pair never inserted (false); the check in a parallel worker (the runner) too.
+#      table (asked through Citus's runner), each with a pair committed after the snapshot (true),
+#      a pair never inserted (false) and its own uncommitted insert (true); the check in a
+#      parallel worker (the runner) too.
 #   3. Values of other types and expression columns: (org_id int, lower(username)) by value (an
 #      untyped literal, a bigint, out of the column's range) and by key; (bigint, bytea, uuid);
 #      quotes, backslashes, `%s`, `$$` and non-ASCII in values; an expression giving NULL: NULL.
@@ -178,6 +179,9 @@ for my $table (sort keys %insert) {
 				bloom_index_contains('$index{$table}', 'other$round', '$key')});
 			is($answer, 'true true false',
 				"$table, $level, local execution $local: a pair committed after the snapshot answers true (value, key), another tenant's false");
+			$session->query_safe(sprintf($insert{$table}, "own$round", $key));
+			is(ask($session, qq{SELECT bloom_index_contains('$index{$table}', 'own$round', '$key')}), 't',
+				"$table, $level, local execution $local: the transaction's own uncommitted insert answers true");
 			$session->query('ROLLBACK');
 			$session->quit;
 		}
