@@ -175,9 +175,10 @@ test-cassert:
 	test/run-cassert.sh $(PROVE_FLAGS) $(TAP_TESTS)
 
 # Citus (vendored in ../shared/vendor/, built once into a cache by test/citus.sh and installed
-# into the server), then its TAP tests, which `make test` skips without it: t/015_citus.pl and
-# t/018_citus_isolation.pl (every isolation level, every kind of Citus table).
-CITUS_TAP_TESTS = t/015_citus.pl t/018_citus_isolation.pl
+# into the server), then its TAP tests, which `make test` skips without it: t/015_citus.pl,
+# t/018_citus_isolation.pl (every isolation level, every kind of Citus table) and
+# t/020_citus_composite.pl (the same for a multicolumn index).
+CITUS_TAP_TESTS = t/015_citus.pl t/018_citus_isolation.pl t/020_citus_composite.pl
 .PHONY: test-citus
 test-citus:
 	@test/bootstrap.sh citus

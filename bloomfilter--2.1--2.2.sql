@@ -76,7 +76,8 @@ CREATE FUNCTION bloom_index_shards(index pg_catalog.regclass,
 -- The tablesample method by which bloom_index_contains on a Citus table's index asks each shard:
 -- TABLESAMPLE bloom_index_probe(index name, key, key type's OID), all text, returns the first
 -- tuple of a shard whose index may hold the key (whatever its visibility: the bits answer, not a
--- snapshot), none otherwise; a query through it may read no column.
+-- snapshot), none otherwise; a query through it may read no column. For a multicolumn index:
+-- (index name, the composite key's hash in decimal, 'composite:' and the number of key columns).
 CREATE FUNCTION bloom_index_probe(pg_catalog.internal) RETURNS pg_catalog.tsm_handler
     AS 'MODULE_PATHNAME', 'bloom_index_probe' LANGUAGE C STRICT;
 COMMENT ON FUNCTION bloom_index_probe(pg_catalog.internal) IS 'tablesample method: a row of a Citus shard whose bloomfilter index may hold a key, none otherwise';

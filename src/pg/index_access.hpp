@@ -123,10 +123,20 @@ enum class ShardAnswer { absent, present, null };
 // `function_oid`: bloom_index_contains's, whose schema holds bloom_index_probe.
 bool shards_probe(Relation index, Oid heap_oid, Oid function_oid, const char *function,
                   const char *key_text, Oid key_type);
+// The same for a multicolumn index: its composite key's hash, worked out here, whose bits each
+// shard's index (of as many key columns as `index`) is asked for.
+bool shards_probe_hash(Relation index, Oid heap_oid, Oid function_oid, const char *function,
+                       KeyHash h);
 // bloom_index_contains_key(index, key) called from C.
 bool index_contains_key(Oid index_oid, Datum key, Oid key_type, bool *is_null);
+// `count` values (1 to kMaxKeyParts: a multicolumn index's, in column order), each of a key
+// type or a domain over one, sent as a literal of that key type.
 ShardAnswer shards_contain(Relation index, Oid heap_oid, Oid function_oid, const char *function,
-                           Datum value, Oid value_type);
+                           int count, const Datum *values, const Oid *value_types);
+// A shard's multicolumn index (bloom_index_probe, on the shard's node): whether it may hold the
+// composite key of hash `h`, of `columns` key columns (42804 unless it has that many). The
+// caller needs what reading the index needs (check_may_read).
+bool shard_index_contains_hash(Oid index_oid, int columns, KeyHash h);
 // Whether the caller has the table owner's privileges (is the owner, a member of it, or a
 // superuser): the owner's code may then run as the owner on its behalf.
 bool has_owner_privileges(Oid heap_owner);

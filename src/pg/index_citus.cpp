@@ -75,6 +75,11 @@ const char *const kPlacementsQuery =
 // never asks other nodes in turn, should a shard index's name resolve to a Citus table's.
 const char kShardCheck[] = "/* bloomfilter shard check */ ";
 
+// The third argument of bloom_index_probe for a multicolumn index's key: this prefix and the
+// number of key columns (2 to kMaxKeyParts, one digit), the second argument the composite key's
+// 64-bit hash in decimal.
+const char kCompositeKind[] = "composite:";
+
 // Citus's own runner: a new connection to each node, as the current user, in parallel, one
 // command each, and each command's single value (or its error) as text.
 const char *const kRunQuery =
@@ -108,12 +113,12 @@ void check_not_locked_exclusively(Relation index, Oid heap_oid, const char *func
 // For a partitioned table's index (a sample scan of its shards reaches the partitions' shards,
 // not the table's), or in a parallel worker (where Citus's executor refuses): on each node holding
 // shards, one statement, run as the caller by Citus on a connection of its own: the function the
-// caller called, on the regclass of each of the node's shard indexes, with the caller's value,
-// or'ed. The value and the names travel as quoted literals (quote_literal of their text form, cast
-// to their type), never spliced raw; the function is qualified with the extension's schema, the
-// same on every node.
+// caller called, on the regclass of each of the node's shard indexes, with the caller's values
+// (one, or a multicolumn index's), or'ed. The values and the names travel as quoted literals
+// (quote_literal of their text form, cast to their key type, a built-in one), never spliced raw;
+// the function is qualified with the extension's schema, the same on every node.
 ShardAnswer shards_contain(Relation index, Oid heap_oid, Oid function_oid, const char *function,
-                           Datum value, Oid value_type) {
+                           int count, const Datum *values, const Oid *value_types) {
     if (debug_query_string != nullptr &&
         strncmp(debug_query_string, kShardCheck, sizeof(kShardCheck) - 1) == 0)
         ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -122,13 +127,21 @@ ShardAnswer shards_contain(Relation index, Oid heap_oid, Oid function_oid, const
                                function, RelationGetRelationName(index), get_rel_name(heap_oid))));
     check_not_locked_exclusively(index, heap_oid, function);
 
-    Oid value_output;
-    bool varlena;
-    getTypeOutputInfo(value_type, &value_output, &varlena);
-    const char *literal = quote_literal_cstr(OidOutputFunctionCall(value_output, value));
+    Assert(count >= 1 && count <= int(kMaxKeyParts));
+    // ", 'v1'::t1, 'v2'::t2 ...": a domain's value as its base type's, whose output is the same.
+    StringInfoData literals;
+    initStringInfo(&literals);
+    for (int part = 0; part < count; part++) {
+        const Oid type = key_base_type(value_types[part]);
+        Oid value_output;
+        bool varlena;
+        getTypeOutputInfo(type, &value_output, &varlena);
+        appendStringInfo(&literals, ", %s::%s",
+                         quote_literal_cstr(OidOutputFunctionCall(value_output, values[part])),
+                         format_type_be_qualified(type));
+    }
     const char *call =
         quote_qualified_identifier(get_namespace_name(get_func_namespace(function_oid)), function);
-    const char *type = format_type_be_qualified(value_type);
 
     // The nodes' commands, in the caller's memory: SPI_finish frees SPI's.
     MemoryContext caller = CurrentMemoryContext;
@@ -179,10 +192,10 @@ ShardAnswer shards_contain(Relation index, Oid heap_oid, Oid function_oid, const
         return answer;  // no shard (an append-distributed table before its first): no rows
     }
 
-    const int count = list_length(nodes);
-    Datum *names = static_cast<Datum *>(palloc(count * sizeof(Datum)));
-    Datum *ports = static_cast<Datum *>(palloc(count * sizeof(Datum)));
-    Datum *commands = static_cast<Datum *>(palloc(count * sizeof(Datum)));
+    const int node_count = list_length(nodes);
+    Datum *names = static_cast<Datum *>(palloc(node_count * sizeof(Datum)));
+    Datum *ports = static_cast<Datum *>(palloc(node_count * sizeof(Datum)));
+    Datum *commands = static_cast<Datum *>(palloc(node_count * sizeof(Datum)));
     int i = 0;
     ListCell *cell;
     foreach (cell, nodes) {
@@ -190,18 +203,18 @@ ShardAnswer shards_contain(Relation index, Oid heap_oid, Oid function_oid, const
         StringInfoData command;
         initStringInfo(&command);
         appendStringInfo(&command,
-                         "%sSELECT pg_catalog.bool_or(%s(i, %s::%s)) "
+                         "%sSELECT pg_catalog.bool_or(%s(i%s)) "
                          "FROM pg_catalog.unnest(ARRAY[%s]) AS i",
-                         kShardCheck, call, literal, type, node->indexes.data);
+                         kShardCheck, call, literals.data, node->indexes.data);
         names[i] = CStringGetTextDatum(node->name);
         ports[i] = Int32GetDatum(node->port);
         commands[i] = CStringGetTextDatum(command.data);
         i++;
     }
     Datum run_args[3] = {
-        PointerGetDatum(construct_array(names, count, TEXTOID, -1, false, TYPALIGN_INT)),
-        PointerGetDatum(construct_array(ports, count, INT4OID, 4, true, TYPALIGN_INT)),
-        PointerGetDatum(construct_array(commands, count, TEXTOID, -1, false, TYPALIGN_INT))};
+        PointerGetDatum(construct_array(names, node_count, TEXTOID, -1, false, TYPALIGN_INT)),
+        PointerGetDatum(construct_array(ports, node_count, INT4OID, 4, true, TYPALIGN_INT)),
+        PointerGetDatum(construct_array(commands, node_count, TEXTOID, -1, false, TYPALIGN_INT))};
     Oid run_types[3] = {TEXTARRAYOID, INT4ARRAYOID, TEXTARRAYOID};
     // Citus polls the nodes' answers every citus.remote_task_check_interval (10 ms by default):
     // every 1 ms for these, the setting restored afterwards.
@@ -240,14 +253,19 @@ ShardAnswer shards_contain(Relation index, Oid heap_oid, Oid function_oid, const
     return answer;
 }
 
+}  // namespace bloomfilter
+
+namespace {
+
 // One statement on the coordinator, which Citus sends to every shard over the connections of
 // this transaction: a sample scan of each shard by bloom_index_probe, which returns a row of the
 // shard when the shard's index may hold the key, none otherwise. The shell index's qualified name,
-// the key's text form and its type's OID travel as quoted literals (quote_literal, never spliced
-// raw): Citus resolves no parameter of a TABLESAMPLE clause in a query it routes to one shard (a
-// single-shard, reference or Citus local table), and would send it null.
-bool shards_probe(Relation index, Oid heap_oid, Oid function_oid, const char *function,
-                  const char *key_text, Oid key_type) {
+// the key (its text form, or a composite key's hash) and its kind (its type's OID, or
+// kCompositeKind and the number of key columns) travel as quoted literals (quote_literal, never
+// spliced raw): Citus resolves no parameter of a TABLESAMPLE clause in a query it routes to one
+// shard (a single-shard, reference or Citus local table), and would send it null.
+bool probe_shards(Relation index, Oid heap_oid, Oid function_oid, const char *function,
+                  const char *key_text, const char *key_kind) {
     check_not_locked_exclusively(index, heap_oid, function);
     // The extension's schema: the caller's (bloom_index_contains's).
     const Oid function_namespace = get_func_namespace(function_oid);
@@ -260,14 +278,33 @@ bool shards_probe(Relation index, Oid heap_oid, Oid function_oid, const char *fu
         quote_qualified_identifier(get_namespace_name(get_rel_namespace(heap_oid)),
                                    get_rel_name(heap_oid)),
         quote_qualified_identifier(get_namespace_name(function_namespace), "bloom_index_probe"),
-        quote_literal_cstr(index_name), quote_literal_cstr(key_text),
-        quote_literal_cstr(psprintf("%u", key_type)));
+        quote_literal_cstr(index_name), quote_literal_cstr(key_text), quote_literal_cstr(key_kind));
     if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
     if (SPI_execute(query.data, true, 1) != SPI_OK_SELECT)
         elog(ERROR, "could not probe the shards of \"%s\"", get_rel_name(heap_oid));
     const bool present = SPI_processed > 0;
     SPI_finish();
     return present;
+}
+
+}  // namespace
+
+namespace bloomfilter {
+
+bool shards_probe(Relation index, Oid heap_oid, Oid function_oid, const char *function,
+                  const char *key_text, Oid key_type) {
+    return probe_shards(index, heap_oid, function_oid, function, key_text,
+                        psprintf("%u", key_type));
+}
+
+// The hash in decimal, the kind "composite:<key columns>": no input function of any type reads
+// them on the shard, and the shard's index must have as many key columns as the shell's.
+bool shards_probe_hash(Relation index, Oid heap_oid, Oid function_oid, const char *function,
+                       KeyHash h) {
+    Assert(h.high == 0);
+    return probe_shards(
+        index, heap_oid, function_oid, function, psprintf(UINT64_FORMAT, h.low),
+        psprintf("%s%d", kCompositeKind, IndexRelationGetNumberOfKeyAttributes(index)));
 }
 
 }  // namespace bloomfilter
@@ -304,15 +341,55 @@ char *shard_name_of(Oid relation, int64 shard) {
                                                 Int64GetDatum(shard), BoolGetDatum(false)));
 }
 
+// A multicolumn index's key as bloom_index_probe receives it (shards_probe_hash): the kind
+// "composite:N", N one digit from 2 to kMaxKeyParts, and the hash in decimal, digits alone, at
+// most UINT64_MAX. Anything else: 22023, before any index is read.
+struct ProbeHash {
+    int columns;
+    KeyHash h;
+};
+
+bool composite_kind(const char *kind) {
+    return strncmp(kind, kCompositeKind, sizeof(kCompositeKind) - 1) == 0;
+}
+
+ProbeHash parse_probe_hash(const char *key_text, const char *kind) {
+    const char *count = kind + sizeof(kCompositeKind) - 1;
+    if (!(count[0] >= '2' && count[0] <= '0' + int(kMaxKeyParts) && count[1] == '\0'))
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("bloom_index_probe: \"%s\" is not \"%s\" and a number of key "
+                               "columns from 2 to %d",
+                               kind, kCompositeKind, int(kMaxKeyParts))));
+    const size_t length = strlen(key_text);
+    bool digits = length > 0 && length <= 20;
+    for (size_t i = 0; digits && i < length; i++) digits = key_text[i] >= '0' && key_text[i] <= '9';
+    char *end = nullptr;
+    errno = 0;
+    const unsigned long long hash = digits ? strtoull(key_text, &end, 10) : 0;
+    if (!digits || errno != 0 || end == nullptr || *end != '\0')
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("bloom_index_probe: \"%s\" is not a composite key's hash, an "
+                               "unsigned 64-bit number in decimal",
+                               key_text)));
+    return ProbeHash{count[0] - '0', KeyHash{uint64_t(hash), 0}};
+}
+
 // Whether the index of `table` (a shard) that stands for the shell index named by params[0] may
-// hold the key params[1] of type params[2] (its OID, as text): the caller needs what reading that
-// index needs.
+// hold the key params[1] of type params[2] (its OID, as text), or the composite key of hash
+// params[1] (params[2]: kCompositeKind and the number of key columns, which the shell's index
+// and the shard's must have): the caller needs what reading that index needs.
 bool shard_contains(Relation table, Datum *params) {
+    const char *kind = TextDatumGetCString(params[2]);
+    const bool composite = composite_kind(kind);
+    // Validated first: a malformed probe reads nothing.
+    ProbeHash probe_hash{0, KeyHash{0, 0}};
+    if (composite) probe_hash = parse_probe_hash(TextDatumGetCString(params[1]), kind);
     RangeVar *shell_name =
         makeRangeVarFromNameList(textToQualifiedNameList(DatumGetTextPP(params[0])));
     Relation shell = open_bloomfilter_index(RangeVarGetRelid(shell_name, NoLock, false));
     const Oid shell_oid = RelationGetRelid(shell);
     const Oid shell_table = shell->rd_index->indrelid;
+    const int shell_columns = IndexRelationGetNumberOfKeyAttributes(shell);
     index_close(shell, NoLock);
     const char *table_name = RelationGetRelationName(table);
     const char *qualified =
@@ -334,9 +411,19 @@ bool shard_contains(Relation table, Datum *params) {
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                         errmsg("bloom_index_probe: \"%s\" is not an index of \"%s\"",
                                get_rel_name(shard_index), table_name)));
+    if (composite) {
+        // The coordinator hashed the values for the shell's key columns: the shard's index
+        // (checked there) must have as many, and so must the shell here.
+        if (shell_columns != probe_hash.columns)
+            ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+                            errmsg("bloom_index_probe: index \"%s\" has %d key column%s, not %d",
+                                   get_rel_name(shell_oid), shell_columns,
+                                   shell_columns == 1 ? "" : "s", probe_hash.columns)));
+        return shard_index_contains_hash(shard_index, probe_hash.columns, probe_hash.h);
+    }
     // Keys are of built-in types only, whose OIDs are the same on every node: no type owner's
     // input function runs here.
-    const char *type_text = TextDatumGetCString(params[2]);
+    const char *type_text = kind;
     char *type_end = nullptr;
     errno = 0;
     const unsigned long key_type = strtoul(type_text, &type_end, 10);

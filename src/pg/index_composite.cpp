@@ -4,6 +4,7 @@
 #include "index_access.hpp"
 
 extern "C" {
+#include "access/parallel.h"
 #include "access/relation.h"
 #include "access/table.h"
 #include "catalog/index.h"
@@ -224,10 +225,11 @@ uint64_t part_hash(Relation index, const KeyPart &part, int i, Datum key) {
 
 // The composite key the values stand for; `absent` when no row can have it (an integer out of
 // its column's range), `null` when an expression gives NULL (such a row is not indexed).
-// column_values[i]: value i as its column's type, for routing (a plain key column's).
+// column_values[i]: value i as its column's type, for routing (a plain key column's). values[i],
+// types[i]: the values read (an untyped literal as its column's type), for a Citus table's shards.
 Outcome composite_key(FunctionCallInfo fcinfo, Relation index, IndexCheck *check,
                       CompositeCheck *composite, bool key_given, Oid run_as, KeyHash *h,
-                      Datum *column_values) {
+                      Datum *column_values, Datum *values, Oid *types) {
     const CallSite *site = call_site(fcinfo);
     CompositeKey key;
     for (int i = 0; i < composite->count; i++) {
@@ -235,6 +237,8 @@ Outcome composite_key(FunctionCallInfo fcinfo, Relation index, IndexCheck *check
         Oid value_type;
         const Datum value = value_of_type(
             fcinfo, site, index, i + 1, key_given ? part.key_type : part.column_type, &value_type);
+        values[i] = value;
+        types[i] = value_type;
         Datum column_value;
         if (!value_as_column(value, value_type, key_given ? part.key_type : part.column_type,
                              &column_value))
@@ -265,8 +269,10 @@ Datum check_composite(FunctionCallInfo fcinfo, const char *function, bool by_nam
     Relation index = open_bloomfilter_index(index_oid, heap_oid);
     IndexCheck *check = index_check(index);
     check_key_count(index, PG_NARGS() - 1, function);
-    // Not yet through a Citus table's shards: refused (0A000), never answered from the shell.
-    check_may_read(index, check, function);
+    // A Citus table's index is its shell's, which holds no rows: its shards' indexes answer. The
+    // same privileges, which the shards' nodes check again.
+    const bool sharded = citus_table(check->heap_oid);
+    check_may_read_shards(index, check, function);
     check_partitions_indexed(index, check);
     if (check->composite == nullptr) check->composite = prepare_composite(index, check);
     CompositeCheck *composite = check->composite;
@@ -296,19 +302,63 @@ Datum check_composite(FunctionCallInfo fcinfo, const char *function, bool by_nam
                          "results with bloom_index_contains_key.")));
     }
     KeyHash h;
-    Datum column_values[INDEX_MAX_KEYS];
-    const Outcome outcome =
-        composite_key(fcinfo, index, check, composite, key_given, run_as, &h, column_values);
+    Datum column_values[kMaxKeyParts];
+    Datum values[kMaxKeyParts];
+    Oid types[kMaxKeyParts];
+    const Outcome outcome = composite_key(fcinfo, index, check, composite, key_given, run_as, &h,
+                                          column_values, values, types);
     bool present = false;
-    if (outcome == Outcome::hash)
+    if (outcome == Outcome::hash && sharded) {
+        // The key hashed here, as on one server (an expression applied under the rules above):
+        // each shard's index is asked for its bits over this transaction's connections. A
+        // partitioned table's shards, or a parallel worker's check (where Citus's executor
+        // refuses), are asked each node on a connection of its own, with the values.
+        if (!check->partitioned && !IsParallelWorker()) {
+            present =
+                shards_probe_hash(index, check->heap_oid, fcinfo->flinfo->fn_oid, function, h);
+        } else {
+            const ShardAnswer answer =
+                shards_contain(index, check->heap_oid, fcinfo->flinfo->fn_oid, function,
+                               composite->count, values, types);
+            if (answer == ShardAnswer::null) {
+                index_close(index, NoLock);
+                PG_RETURN_NULL();
+            }
+            present = answer == ShardAnswer::present;
+        }
+    } else if (outcome == Outcome::hash) {
         present = check->partitioned ? partitions_hold(index, check, column_values, h)
                                      : index_contains(index, h);
+    }
     index_close(index, NoLock);
     if (outcome == Outcome::null) PG_RETURN_NULL();
     PG_RETURN_BOOL(present);
 }
 
 }  // namespace
+
+namespace bloomfilter {
+
+// The check of a shard's multicolumn index for bloom_index_probe: what check_composite checks of
+// an index before it reads it, for a key already hashed (on the coordinator, for the shell's
+// index, of the same key columns).
+bool shard_index_contains_hash(Oid index_oid, int columns, KeyHash h) {
+    const char *function = "bloom_index_probe";
+    Relation index = open_bloomfilter_index(index_oid);
+    IndexCheck *check = index_check(index);
+    check_key_count(index, columns, function);
+    // A shard is no Citus table: its index holds the shard's rows.
+    check_may_read(index, check, function);
+    if (check->partitioned)
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                        errmsg("%s cannot check partitioned index \"%s\" by a key's hash", function,
+                               RelationGetRelationName(index))));
+    const bool present = index_contains(index, h);
+    index_close(index, NoLock);
+    return present;
+}
+
+}  // namespace bloomfilter
 
 // bloom_index_contains(index, v1, v2, ...): false when no row of the index's table has that
 // composite key (for an expression column, the expression's value of v_i); true when one

@@ -419,8 +419,9 @@ Datum check_index(FunctionCallInfo fcinfo, const char *function, bool by_name, b
         // A partitioned table's shards, or a parallel worker's check: each node asked on a
         // connection of its own, with the value (not a key worked out here); the same checks
         // are made there.
+        const Datum value = PG_GETARG_DATUM(1);
         const ShardAnswer answer = shards_contain(index, check->heap_oid, fcinfo->flinfo->fn_oid,
-                                                  function, PG_GETARG_DATUM(1), value_type);
+                                                  function, 1, &value, &value_type);
         index_close(index, NoLock);
         if (answer == ShardAnswer::null) PG_RETURN_NULL();
         PG_RETURN_BOOL(answer == ShardAnswer::present);
