@@ -132,6 +132,45 @@ def test_node_conninfo(cluster):
 
 
 @citus
+def test_composite_index(cluster):
+    """A table UNIQUE (tenant_id, email) distributed by tenant_id, its (tenant_id, lower(email))
+    index followed: every row's pair found, the same emails under other tenants few, answers equal
+    to SQL's bloom_index_contains on the coordinator."""
+    admin, follow, _, _ = cluster
+    table = "tenants_%s" % uuid.uuid4().hex[:10]
+    role = conninfo_to_dict(follow)["user"]
+    admin.execute("CREATE TABLE %s (tenant_id int NOT NULL, email text NOT NULL, UNIQUE (tenant_id, email))"
+                  % table)
+    try:
+        admin.execute("SELECT create_distributed_table(%s, 'tenant_id', shard_count => 4, colocate_with => 'none')",
+                      [table])
+        admin.execute("INSERT INTO %s SELECT i %% 100, 'User' || i || '@mail.com' FROM generate_series(1, 5000) i"
+                      % table)
+        admin.execute("CREATE INDEX %s_bloom ON %s USING bloomfilter (tenant_id, lower(email))" % (table, table))
+        admin.execute("GRANT SELECT (tenant_id, email) ON %s TO %s" % (table, role))
+        rows = admin.execute(
+            "SELECT p.t, p.e, bloom_index_contains(%%s, p.t, p.e) FROM ("
+            "  SELECT tenant_id AS t, email AS e FROM %s"
+            "  UNION ALL SELECT pg_catalog.mod(tenant_id + 1, 100), email FROM %s) p" % (table, table),
+            [table + "_bloom"]).fetchall()
+        assert all(answer for _, _, answer in rows[:5000])
+        with CitusIndexFollower(follow, table + "_bloom", background=False) as follower:
+            keys = [(t, e) for t, e, _ in rows]
+            assert follower.contains_many(keys) == [answer for _, _, answer in rows]
+            assert [follower.contains(key) for key in keys[:500]] == [a for _, _, a in rows[:500]]
+            assert follower.contains((1, "USER1@MAIL.COM"))
+            others = sum(answer for _, _, answer in rows[5000:])
+            assert others <= 100, "%d of 5000 other tenants' pairs answered True" % others
+            admin.execute("INSERT INTO %s VALUES (7, 'New@mail.com')" % table)
+            follower.refresh()
+            (other,), = admin.execute("SELECT bloom_index_contains(%s, 8, 'new@mail.com')",
+                                      [table + "_bloom"]).fetchall()
+            assert follower.contains((7, "new@mail.com")) and follower.contains((8, "new@mail.com")) == other
+    finally:
+        admin.execute("DROP TABLE IF EXISTS %s" % table)
+
+
+@citus
 def test_refusals(cluster):
     admin, follow, table, index = cluster
     # The coordinator's index is the empty shell's: IndexFollower is refused, as a plain table's
