@@ -6,8 +6,9 @@
 // citus_move_shard_placement under 4 writers, every row committed before lag ms ago found
 // throughout, the new placement loaded before the old one is forgotten, and nothing missing once
 // the old placement is dropped; maxLag counting the listing's age; nodeConnection; the refusals.
-// Then, when t/015_citus.pl's users table is there (after its own shard move), every one of its
-// emails found.
+// A (tenant_id, lower(email)) index of a table distributed by tenant_id answers as SQL does. Then,
+// when t/015_citus.pl's users table is there (after its own shard move), every one of its emails
+// found.
 import { once } from "node:events";
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -61,6 +62,34 @@ describe("CitusIndexFollower", {
     return rows.map((r) => `${r.shard} ${r.nodename}:${r.nodeport}`);
   }
   const listed = (follower) => follower.shards.map((s) => `${s.shardId} ${s.host}:${s.port}`).sort();
+
+  test("a (tenant_id, lower(email)) index distributed by tenant_id: answers equal SQL's", async () => {
+    const tenants = `tenants_${suffix}`;
+    await admin.query(`CREATE TABLE ${tenants} (tenant_id int NOT NULL, email text NOT NULL, UNIQUE (tenant_id, email))`);
+    try {
+      await admin.query("SELECT create_distributed_table($1, 'tenant_id', shard_count => 4, colocate_with => 'none')", [tenants]);
+      await admin.query(`INSERT INTO ${tenants} SELECT i % 100, 'User' || i || '@mail.com' FROM generate_series(1, 5000) i`);
+      await admin.query(`CREATE INDEX ${tenants}_bloom ON ${tenants} USING bloomfilter (tenant_id, lower(email))`);
+      await admin.query(`GRANT SELECT (tenant_id, email) ON ${tenants} TO ${role}`);
+      const { rows } = await admin.query(`SELECT p.t, p.e, bloom_index_contains($1, p.t, p.e) AS sql FROM (
+          SELECT tenant_id AS t, email AS e FROM ${tenants}
+          UNION ALL SELECT (tenant_id + 1) % 100, email FROM ${tenants}) p`, [`${tenants}_bloom`]);
+      assert.ok(rows.slice(0, 5000).every((row) => row.sql));
+      const follower = await CitusIndexFollower.open(follow, `${tenants}_bloom`, { start: false });
+      try {
+        const keys = rows.map((row) => [row.t, row.e]);
+        assert.deepEqual(follower.containsMany(keys), rows.map((row) => row.sql));
+        assert.deepEqual(keys.slice(0, 500).map((key) => follower.contains(key)), rows.slice(0, 500).map((row) => row.sql));
+        assert.ok(follower.contains([1, "USER1@MAIL.COM"]));
+        const others = rows.slice(5000).filter((row) => row.sql).length;
+        assert.ok(others <= 100, `${others} of 5000 other tenants' pairs answered true`);
+      } finally {
+        await follower.close();
+      }
+    } finally {
+      await admin.query(`DROP TABLE IF EXISTS ${tenants}`);
+    }
+  });
 
   test("every email of every shard found; a new one after a refresh; the refusals", async () => {
     const follower = await CitusIndexFollower.open(follow, index, { start: false });
