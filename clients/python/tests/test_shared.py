@@ -1,0 +1,306 @@
+"""SharedIndexFollower: processes following one index through one shared copy. Every committed
+key answers True in every process within the lag bound, and no process ever answers False for a
+key committed before what its answers are as of, across a rebuild (REINDEX), a growth (a new
+layer), the writer's SIGKILL (another process takes over) and a PostgreSQL restart; a reader
+stale past max_lag answers True; a directory or file another user could reach is refused."""
+
+import multiprocessing
+import os
+import signal
+import stat
+import threading
+import time
+import uuid
+
+import psycopg
+import pytest
+
+from bloomfilter.shared import SharedIndexFollower
+
+from clusters import Cluster
+import shared_workers
+
+pytestmark = pytest.mark.server
+
+INTERVAL = 0.05
+MAX_LAG = 1.5
+
+
+def make_index(conn, grows=False, rows=2000):
+    table = "users_%s" % uuid.uuid4().hex[:10]
+    conn.execute("CREATE TABLE %s (email text NOT NULL)" % table)
+    options = "capacity = 4000, error_rate = 0.01, expansion = 2" if grows else "capacity = 200000"
+    conn.execute("CREATE INDEX %s_bloom ON %s USING bloomfilter (email) WITH (%s)" % (table, table, options))
+    conn.execute("INSERT INTO %s SELECT 'user' || i || '@mail.com' FROM generate_series(1, %d) i"
+                 % (table, rows))
+    return table, table + "_bloom"
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    c = Cluster("shared")
+    with psycopg.connect(c.dsn(), autocommit=True) as admin:
+        admin.execute("CREATE EXTENSION bloomfilter")
+    yield c
+    c.remove()
+
+
+class Workers:
+    """Processes (multiprocessing, spawn) each running shared_workers.run."""
+
+    def __init__(self, dsn, index, path):
+        self.args = (dsn, index, path, INTERVAL, MAX_LAG)
+        self.context = multiprocessing.get_context("spawn")
+        self.workers = {}   # pid: (process, pipe)
+        self.committed = {}
+
+    def start(self, count=1):
+        for _ in range(count):
+            mine, theirs = self.context.Pipe()
+            process = self.context.Process(target=shared_workers.run, args=(theirs,) + self.args,
+                                           daemon=True)
+            process.start()
+            assert mine.poll(60), "a worker did not start"
+            _, pid, _ = mine.recv()
+            self.workers[pid] = (process, mine)
+            if self.committed:
+                self.call(pid, "commit", self.committed)
+
+    def call(self, pid, command, argument=None):
+        _, pipe = self.workers[pid]
+        pipe.send((command, argument))
+        assert pipe.poll(60), "worker %d did not answer %s" % (pid, command)
+        return pipe.recv()
+
+    def commit(self, keys_at):
+        self.committed.update(keys_at)
+        for pid in self.workers:
+            self.call(pid, "commit", keys_at)
+
+    def writers(self):
+        return [pid for pid in self.workers if self.call(pid, "ask", [])[2]]
+
+    def kill(self, pid):
+        process, pipe = self.workers.pop(pid)
+        os.kill(pid, signal.SIGKILL)
+        process.join(10)
+        pipe.close()
+
+    def wait_all_true(self, since, timeout):
+        """Waits until every worker's answers are as of a time after `since` (time.monotonic()),
+        then asserts every committed key answers True there; the seconds it took."""
+        deadline = time.monotonic() + timeout
+        keys = list(self.committed)
+        for pid in self.workers:
+            while True:
+                as_of, answers, _, stats = self.call(pid, "ask", keys)
+                if as_of is not None and as_of > since:
+                    missing = [k for k, a in zip(keys, answers) if not a]
+                    assert not missing, (pid, missing[:5], stats)
+                    break
+                assert time.monotonic() < deadline, ("worker %d still as of %.2f s before the "
+                                                     "commits" % (pid, since - as_of), stats)
+                time.sleep(INTERVAL)
+        return time.monotonic() - since
+
+    def stop(self):
+        results = {}
+        for pid in list(self.workers):
+            results[pid] = self.call(pid, "stop")
+            process, _ = self.workers.pop(pid)
+            process.join(10)
+        return results
+
+
+def insert(dsn, table, keys):
+    """Commits the keys; {key: time.monotonic() once COMMIT had returned}."""
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("INSERT INTO %s SELECT unnest(%%s::text[])" % table, [keys])
+    at = time.monotonic()
+    return {key: at for key in keys}
+
+
+def test_processes_share_one_copy_through_rebuild_growth_kill_and_restart(cluster, tmp_path):
+    """Three worker processes follow a growing index through one shared copy while their
+    threads check every committed key without pause; then a REINDEX, a new layer, the writer's
+    SIGKILL (a survivor takes over, a new worker joins) and a PostgreSQL restart. No answer is
+    ever a false negative, and after each every committed key answers True within the bound."""
+    dsn = cluster.dsn()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        table, index = make_index(conn, grows=True, rows=2000)
+        layers = lambda: conn.execute("SELECT count(*) FROM bloom_index_layers(%s)", [index]).fetchone()[0]
+        workers = Workers(dsn, index, str(tmp_path / "share"))
+        initial = {"user%d@mail.com" % i: time.monotonic() for i in range(1, 2001)}
+        workers.committed.update(initial)
+        workers.start(3)
+        try:
+            assert len(workers.writers()) == 1
+            bound = MAX_LAG + 2.0
+
+            def round_(tag, count=50):
+                keys = ["%s%d.%s@mail.com" % (tag, i, uuid.uuid4().hex[:6]) for i in range(count)]
+                at = insert(dsn, table, keys)
+                workers.commit(at)
+                return workers.wait_all_true(max(at.values()), bound)
+
+            lags = [round_("a")]
+            # A rebuild: another filter under the name, a new generation.
+            conn.execute("REINDEX INDEX %s" % index)
+            lags.append(round_("rebuilt"))
+            # Growth: inserts past layer 0's capacity add a layer, a new generation.
+            before = layers()
+            while layers() == before:
+                at = insert(dsn, table, ["grow%s@mail.com" % uuid.uuid4().hex for _ in range(500)])
+                workers.commit(at)
+            lags.append(round_("grown"))
+            # The writer's SIGKILL: a survivor takes over; a new worker (a restarted one) joins.
+            writer, = workers.writers()
+            workers.kill(writer)
+            lags.append(round_("killed"))
+            workers.start(1)
+            new_writers = workers.writers()
+            assert len(new_writers) == 1 and new_writers != [writer]
+            lags.append(round_("joined"))
+            # PostgreSQL restarts: every follower goes stale (answering True), then the writer
+            # reconnects and reads the filter whole.
+            cluster.stop()
+            time.sleep(MAX_LAG + 0.5)
+            cluster.start()
+            lags.append(round_("restarted", 20))
+            assert max(lags) < bound
+        finally:
+            results = workers.stop()
+    generations = set()
+    for pid, (examples, false_negatives, checks, rounds, seen) in results.items():
+        assert false_negatives == 0, (pid, examples)
+        assert rounds > 50 and checks > 10000, (pid, rounds, checks)
+        generations.update(seen)
+    # The first load, the rebuild, the layer, the takeover and the reconnection.
+    assert len(generations) >= 5, generations
+
+
+def test_stale_reader_answers_true_and_takes_over(conn, dsn, tmp_path):
+    """A reader whose writer stops refreshing (it holds the lock but refreshes no more) answers
+    True past max_lag and is not fresh; once the writer closes, the reader takes over."""
+    table, index = make_index(conn)
+    path = str(tmp_path / "share")
+    writer = SharedIndexFollower(dsn, index, path=path, background=False)
+    reader = SharedIndexFollower(dsn, index, path=path, background=False, max_lag=0.3)
+    try:
+        assert writer.writer and not reader.writer
+        assert reader._conn is None  # a reader keeps no connection
+        ghosts = [g for g in ("ghost%d@mail.com" % i for i in range(200)) if not reader.contains(g)]
+        assert len(ghosts) > 150
+        conn.execute("INSERT INTO %s VALUES ('late@mail.com')" % table)
+        time.sleep(0.5)
+        reader.refresh()            # the lock is held: it stays a reader, as of the writer's load
+        assert not reader.writer and not reader.is_fresh()
+        assert all(reader.contains(g) for g in ghosts)     # stale: "maybe"
+        assert reader.contains("late@mail.com")
+        writer.refresh()
+        reader.refresh()
+        assert reader.is_fresh() and reader.contains("late@mail.com")
+        assert not all(reader.contains(g) for g in ghosts)
+        writer.close()
+        reader.refresh()            # the lock is free: it takes over, reading the filter whole
+        assert reader.writer and reader.is_fresh()
+        assert reader.stats()["generation"] == 2
+        assert reader.contains("late@mail.com")
+    finally:
+        writer.close()
+        reader.close()
+    assert not os.path.exists(os.path.join(path, "current"))  # the last one removed the data
+
+
+def test_forked_child_is_a_reader_of_the_same_mapping(conn, dsn, tmp_path):
+    table, index = make_index(conn)
+    follower = SharedIndexFollower(dsn, index, path=str(tmp_path / "share"), interval=INTERVAL)
+    try:
+        assert follower.writer
+        read, write = os.pipe()
+        child = os.fork()
+        if child == 0:
+            code = 1
+            try:
+                conn2 = psycopg.connect(dsn, autocommit=True)
+                conn2.execute("INSERT INTO %s VALUES ('child@mail.com')" % table)
+                conn2.close()
+                at = time.monotonic()
+                deadline = at + 5
+                while follower._refreshed_at < at and time.monotonic() < deadline:
+                    time.sleep(INTERVAL)
+                os.write(write, b"%d %d" % (follower.writer, follower.contains("child@mail.com")))
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write)
+        _, status = os.waitpid(child, 0)
+        report = os.read(read, 100).decode().split()
+        os.close(read)
+        assert status == 0 and report == ["0", "1"], (status, report)
+        assert follower.writer and follower.contains("child@mail.com")
+    finally:
+        follower.close()
+
+
+def test_refuses_what_another_user_could_reach(conn, dsn, tmp_path):
+    table, index = make_index(conn, rows=10)
+    target = tmp_path / "elsewhere"
+    target.mkdir(mode=0o700)
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    with pytest.raises(PermissionError, match="symbolic link"):
+        SharedIndexFollower(dsn, index, path=str(link), background=False)
+    open_dir = tmp_path / "open"
+    open_dir.mkdir()
+    open_dir.chmod(0o755)
+    with pytest.raises(PermissionError, match="other users"):
+        SharedIndexFollower(dsn, index, path=str(open_dir), background=False)
+    # Files planted in a directory that is ours: a symbolic link, a file others may read.
+    planted = tmp_path / "planted"
+    planted.mkdir(mode=0o700)
+    (planted / "lock").symlink_to(target / "lock")
+    with pytest.raises(PermissionError, match="symbolic link"):
+        SharedIndexFollower(dsn, index, path=str(planted), background=False)
+    readable = tmp_path / "readable"
+    readable.mkdir(mode=0o700)
+    (readable / "users").touch(mode=0o644)
+    os.chmod(readable / "users", 0o644)
+    with pytest.raises(PermissionError, match="other users"):
+        SharedIndexFollower(dsn, index, path=str(readable), background=False)
+    if os.geteuid() == 0:
+        theirs = tmp_path / "theirs"
+        theirs.mkdir(mode=0o700)
+        os.chown(theirs, 65534, 65534)
+        with pytest.raises(PermissionError, match="belongs to uid 65534"):
+            SharedIndexFollower(dsn, index, path=str(theirs), background=False)
+    # Its own directory and files: the user's alone.
+    mine = tmp_path / "mine"
+    with SharedIndexFollower(dsn, index, path=str(mine), background=False) as follower:
+        assert follower.contains("user1@mail.com")
+        assert stat.S_IMODE(os.stat(mine).st_mode) == 0o700
+        for name in os.listdir(mine):
+            st = os.stat(mine / name)
+            assert stat.S_IMODE(st.st_mode) == 0o600 and st.st_uid == os.geteuid(), name
+
+
+def test_default_path_is_per_index_and_user(conn, dsn):
+    table, index = make_index(conn, rows=10)
+    table2, index2 = make_index(conn, rows=10)
+    with SharedIndexFollower(dsn, index, background=False) as a, \
+            SharedIndexFollower(dsn, index2, background=False) as b, \
+            SharedIndexFollower(dsn, "public." + index, background=False) as c:
+        assert a.path.startswith("/dev/shm/bloomfilter-%d-" % os.geteuid())
+        assert a.path != b.path and a.path == c.path
+        assert a.writer and b.writer and not c.writer
+        assert c.index_name == "public." + index
+    assert not os.path.exists(os.path.join(a.path, "current"))
+
+
+def test_a_path_shared_by_two_indexes_is_refused(conn, dsn, tmp_path):
+    _, index = make_index(conn, rows=10)
+    _, index2 = make_index(conn, rows=10)
+    path = str(tmp_path / "share")
+    with SharedIndexFollower(dsn, index, path=path, background=False):
+        with pytest.raises(ValueError, match="give each index a path of its own"):
+            SharedIndexFollower(dsn, index2, path=path, background=False, timeout=1)
