@@ -14,10 +14,11 @@ refresh started. The others, readers, hold no connection: each answers from the 
 the last refresh the writer published. When the writer dies, the kernel releases its lock and
 the next reader to try takes it over (every `interval` seconds), reading the filter whole.
 
-Bits are only ever set within a generation (a page fetched is the server's current page, which
-holds every bit the copy's page holds): a reader that sees a page half-written misses only bits
-newer than the time its answers are as of. Anything that changes the layout (the first load, a
-rebuild, a new layer, a reconnection, a takeover) writes a new generation file completely, then
+Within a generation, a page is overwritten with the server's current page, which holds every
+key committed until then (a REINDEX that keeps the layout may drop deleted rows' bits): a reader
+that sees a page half-written, each byte old or new, still finds every key committed before the
+time its answers are as of. Anything that changes the layout (the first load, another index
+under the name, a new layer, a reconnection, a takeover) writes a new generation file completely, then
 names it in the control file (`current`, replaced by a rename), marks the old one retired and
 unlinks it; a reader maps a generation only once it is named, so it never answers from a torn
 layout, and remaps when it sees its generation retired.

@@ -29,7 +29,7 @@ MAX_LAG = 1.5
 def make_index(conn, grows=False, rows=2000):
     table = "users_%s" % uuid.uuid4().hex[:10]
     conn.execute("CREATE TABLE %s (email text NOT NULL)" % table)
-    options = "capacity = 4000, error_rate = 0.01, expansion = 2" if grows else "capacity = 200000"
+    options = "capacity = 4000, error_rate = 0.01, expansion = 2" if grows else "capacity = 200000, expansion = 0"
     conn.execute("CREATE INDEX %s_bloom ON %s USING bloomfilter (email) WITH (%s)" % (table, table, options))
     conn.execute("INSERT INTO %s SELECT 'user' || i || '@mail.com' FROM generate_series(1, %d) i"
                  % (table, rows))
@@ -304,3 +304,62 @@ def test_a_path_shared_by_two_indexes_is_refused(conn, dsn, tmp_path):
     with SharedIndexFollower(dsn, index, path=path, background=False):
         with pytest.raises(ValueError, match="give each index a path of its own"):
             SharedIndexFollower(dsn, index2, path=path, background=False, timeout=1)
+
+
+@pytest.mark.parametrize("grows", [False, True], ids=["fixed", "layered"])
+def test_a_reader_between_every_step_of_a_new_generation(conn, dsn, tmp_path, monkeypatch, grows):
+    """A reader takes in the writer's state, and a new follower starts, between every two steps
+    of the writing and publication of a new generation (REINDEX CONCURRENTLY, then, for an index
+    that grows, a new layer): every committed key answers True at every step, from the old
+    generation until the new one is complete and named."""
+    import bloomfilter.shared as shared
+    table, index = make_index(conn, grows=grows, rows=3000)
+    path = str(tmp_path / "share")
+    writer = SharedIndexFollower(dsn, index, path=path, background=False)
+    reader = SharedIndexFollower(dsn, index, path=path, background=False, max_lag=60)
+    committed = ["user%d@mail.com" % i for i in range(1, 3001)]
+    steps = []
+
+    def look(step):
+        # The reader, and a follower starting now (which maps whatever generation is named).
+        reader.refresh()
+        with SharedIndexFollower(dsn, index, path=path, background=False, timeout=5) as starting:
+            for follower in (reader, starting):
+                missing = [key for key in committed if not follower.contains(key)]
+                steps.append((step, follower.stats()["generation"], len(missing)))
+                assert not missing, (step, missing[:3], steps)
+
+    def watched(step, function):
+        def wrapper(*args, **kwargs):
+            look("before " + step)
+            result = function(*args, **kwargs)
+            look("after " + step)
+            return result
+        return wrapper
+
+    monkeypatch.setattr(shared, "_write_all", watched("write", shared._write_all))
+    monkeypatch.setattr(shared._Store, "_publish", watched("publish", shared._Store._publish))
+    monkeypatch.setattr(shared._Store, "retire", watched("retire", shared._Store.retire))
+    try:
+        # Another index under the name (a fixed-size index rebuilt in place keeps its layout, and
+        # its pages are written into the generation as any changed page).
+        conn.execute("REINDEX INDEX CONCURRENTLY %s" % index)
+        writer.refresh()
+        assert writer.stats()["generation"] == 2
+        look("rebuilt")
+        if not grows:
+            assert reader.stats()["generation"] == 2
+            return
+        layers = lambda: conn.execute("SELECT count(*) FROM bloom_index_layers(%s)", [index]).fetchone()[0]
+        before = layers()
+        while layers() == before:
+            keys = ["grow%s@mail.com" % uuid.uuid4().hex for _ in range(1000)]
+            conn.execute("INSERT INTO %s SELECT unnest(%%s::text[])" % table, [keys])
+            writer.refresh()
+            committed.extend(keys)
+        look("grown")
+        assert reader.stats()["generation"] == writer.stats()["generation"] >= 3
+        assert reader.reloads >= 3 and len(steps) > 10
+    finally:
+        writer.close()
+        reader.close()
