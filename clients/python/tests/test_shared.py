@@ -363,3 +363,81 @@ def test_a_reader_between_every_step_of_a_new_generation(conn, dsn, tmp_path, mo
     finally:
         writer.close()
         reader.close()
+
+
+def _ask(port, email):
+    import urllib.request
+    with urllib.request.urlopen("http://127.0.0.1:%d/?%s" % (port, email), timeout=5) as response:
+        pid, answer, writer = response.read().decode().split()
+        return int(pid), answer == "1", writer == "1"
+
+
+def _ask_every_worker(port, email, workers, timeout=15):
+    """{worker pid: (answers, writer)} once `workers` workers have answered."""
+    import concurrent.futures
+    answers = {}
+    deadline = time.monotonic() + timeout
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        while len(answers) < workers and time.monotonic() < deadline:
+            for pid, answer, writer in pool.map(lambda _: _ask(port, email), range(24)):
+                answers.setdefault(pid, ([], writer))[0].append(answer)
+    assert len(answers) >= workers, answers
+    return answers
+
+
+@pytest.mark.parametrize("preload", [True, False], ids=["preload", "no-preload"])
+def test_gunicorn_workers_share_one_copy(conn, dsn, tmp_path, preload):
+    """gunicorn, 3 workers, with and without --preload: one writer (the master when preloaded,
+    else one worker), every worker answers from the shared copy; a worker killed (the writer,
+    without --preload) is restarted, and every worker finds a new key within the bound."""
+    pytest.importorskip("gunicorn")
+    import socket
+    import subprocess
+    import sys
+    table, index = make_index(conn)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, BLOOM_DSN=dsn, BLOOM_INDEX=index, BLOOM_INTERVAL=str(INTERVAL),
+               BLOOM_SHARED=str(tmp_path / "share"), BLOOM_MAX_LAG=str(MAX_LAG),
+               PYTHONPATH=os.pathsep.join([os.path.dirname(here), here]))
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn"] + (["--preload"] if preload else []) +
+        ["--workers", "3", "--bind", "127.0.0.1:%d" % port, "--log-level", "warning",
+         "wsgi_follower:app"], env=env, cwd=here, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                _ask(port, "user1@mail.com")
+                break
+            except OSError:
+                assert server.poll() is None, "gunicorn exited"
+                assert time.monotonic() < deadline, "gunicorn did not answer"
+                time.sleep(0.1)
+        before = _ask_every_worker(port, "user1@mail.com", 3)
+        assert all(all(answers) for answers, _ in before.values()), before
+        writers = [pid for pid, (_, writer) in before.items() if writer]
+        assert len(writers) == (0 if preload else 1), before  # preloaded: the master writes
+
+        def new_key_everywhere(round_):
+            email = next(e for e in ("new%d.%d.%s@mail.com" % (round_, i, uuid.uuid4().hex[:6])
+                                     for i in range(100))
+                         if not conn.execute("SELECT bloom_index_contains(%s, %s)", [index, e]).fetchone()[0])
+            conn.execute("INSERT INTO %s VALUES (%%s)" % table, [email])
+            time.sleep(MAX_LAG + 1.0)
+            after = _ask_every_worker(port, email, 3)
+            assert all(all(answers) for answers, _ in after.values()), after
+            return after
+
+        new_key_everywhere(0)
+        victim = writers[0] if writers else sorted(before)[0]
+        os.kill(victim, signal.SIGKILL)
+        after = new_key_everywhere(1)
+        assert victim not in after and len(after) >= 3, after
+        if not preload:
+            assert sum(writer for _, writer in after.values()) <= 1, after
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
