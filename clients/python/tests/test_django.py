@@ -540,3 +540,28 @@ def test_gunicorn_preload(project):
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
+
+
+def test_shared_follower_by_setting(project):
+    """BLOOMFILTER_FOLLOWER_SHARED = True: follower() is a SharedIndexFollower (the first in the
+    host's copy is its writer), connected as Django is; shared=False in the call overrides it."""
+    from django.test import override_settings
+    from django.test import Client
+    from accounts.models import User
+    from bloomfilter.shared import SharedIndexFollower
+    close_followers()
+    try:
+        with override_settings(BLOOMFILTER_FOLLOWER_SHARED=True):
+            client = Client()
+            [email] = new_emails(1, "shared")
+            assert client.get("/taken", {"email": email}).content.decode() == "%d 0" % os.getpid()
+            made = follower(INDEX)
+            assert isinstance(made, SharedIndexFollower) and made.writer
+            assert made.path.startswith("/dev/shm/bloomfilter-")
+            User.objects.create(email=email)
+            made.refresh()
+            assert client.get("/taken", {"email": email}).content.decode() == "%d 1" % os.getpid()
+            assert not isinstance(follower(LOWER_INDEX, shared=False), SharedIndexFollower)
+    finally:
+        close_followers()
+    assert not os.path.exists(os.path.join(made.path, "current"))
