@@ -52,7 +52,7 @@ import weakref
 
 from . import follow
 from ._core import FORMAT_VERSION_LAYERED, HEADER_BYTES, MAGIC, Filter, LayeredFilter
-from .follow import (_COLUMNS, _CURRENT_LSN, _DESCRIBE, _KEY_PARTS, _LOAD, _Connected, _Index,
+from .follow import (_COLUMNS, _CURRENT_LSN, _DESCRIBE, _KEY_PARTS, _Connected, _Index,
                      _key_rules, _text)
 
 __all__ = ["SharedIndexFollower", "default_path"]
@@ -280,23 +280,31 @@ class _Store:
         data = mmap.mmap(fd, length, flags=flags, prot=prot, offset=offset)
         return _Generation(number, header, data, meta, writable)
 
-    def new_generation(self, data, meta, refreshed_at, refreshed_wall, build):
-        """Writes the filter's bytes `data` as the next generation, maps it for writing, makes
-        its filter with build(mapping) (which validates it) and only then makes it current:
-        (generation, filter)."""
+    def new_generation(self, chunks, meta, refreshed_at, refreshed_wall, build):
+        """Writes the filter's bytes, given by `chunks` as (length of the whole, offset, bytes),
+        as the next generation, maps it for writing, makes its filter with build(mapping) (which
+        validates it) and only then makes it current: (generation, filter)."""
         number = (self.current_number() or 0) + 1
         meta = dict(meta, identity=self.identity, boot_id=self.boot_id)
         meta_bytes = json.dumps(meta).encode()
         offset = -(-(_HEADER.size + len(meta_bytes)) // _PAGE) * _PAGE
-        length = len(data)
         temporary = "tmp-%d-%d" % (os.getpid(), number)
         fd = self._open(temporary, os.O_RDWR | os.O_EXCL, create=True)
         try:
-            os.ftruncate(fd, offset + length)
+            length, written = None, 0
+            for whole, at, piece in chunks:
+                if length is None:
+                    length = whole
+                    os.ftruncate(fd, offset + length)
+                if whole != length or at < 0 or at + len(piece) > length:
+                    raise ValueError("the filter's chunks do not make one value")
+                _write_all(fd, piece, offset + at)
+                written += len(piece)
+            if length is None or written != length:
+                raise ValueError("the filter's chunks do not make one value")
             header = _HEADER.pack(_GENERATION_MAGIC, 0, refreshed_at, refreshed_wall, 0, os.getpid(),
                                   offset, length, len(meta_bytes))
             _write_all(fd, header + meta_bytes, 0)
-            _write_all(fd, data, offset)
             generation = self._map(fd, number, writable=True)
             f = build(generation.data)
             os.rename(temporary, "gen-%d" % number, src_dir_fd=self.dir_fd, dst_dir_fd=self.dir_fd)
@@ -392,6 +400,17 @@ SELECT pg_catalog.current_database(), d.oid::bigint, CURRENT_USER::text, n.nspna
   JOIN pg_catalog.pg_database d ON d.datname = pg_catalog.current_database()
  WHERE c.oid = %s::text::regclass
 """
+
+# The filter in rows of _CHUNK_BYTES (the last one shorter): its length, the position of the
+# row's first byte (from 1) and the bytes; the value is made once (OFFSET 0 keeps the subquery
+# from being inlined into each row).
+_LOAD_CHUNKS = """
+SELECT pg_catalog.octet_length(s.v)::bigint, c.at::bigint,
+       pg_catalog.substr(s.v, c.at, %s::integer), pg_catalog.pg_backend_pid()
+  FROM (SELECT bloom_index_filter(%s::text::oid::regclass)::bytea AS v OFFSET 0) s
+ CROSS JOIN LATERAL pg_catalog.generate_series(1, pg_catalog.octet_length(s.v), %s::integer) AS c(at)
+"""
+_CHUNK_BYTES = 1 << 20
 
 # Followers alive in this process, set up again in a forked child.
 _shared_followers = weakref.WeakSet()
@@ -585,18 +604,40 @@ class SharedIndexFollower(_Index, _Connected):
         parts = self._query(_KEY_PARTS, [rows[0][0]]) if rows and rows[0][6] != 1 else None
         oid, key_type, transform = _key_rules(self.index_name, rows, columns, parts)
         (lsn,), = self._query(_CURRENT_LSN, [])
-        (data,), = self._query(_LOAD, [oid])
-        self.last_rows, self.last_bytes = 1, len(data)
         meta = {"describe": _plain(rows), "columns": _plain(columns), "parts": _plain(parts),
                 "reason": reason}
-        generation, f = self._store.new_generation(data, meta, started, wall, _mapped_filter)
-        del data
+        self.last_rows = self.last_bytes = 0
+        generation, f = self._store.new_generation(self._chunks(oid), meta, started, wall,
+                                                   _mapped_filter)
         old, self._generation = self._generation, generation
         self._state = (f, key_type, transform)
         self._oid, self._lsn = oid, _text(lsn)
         if old is not None:
             self._store.retire(old)
         self._loaded(f, self.last_bytes)
+
+    def _chunks(self, oid):
+        """bloom_index_filter(oid) as (its length, offset, bytes) of _CHUNK_BYTES, from one
+        query, each row written to the generation as it comes (psycopg 3: one row at a time).
+        libpq keeps its input buffer as large as the largest message it received until the
+        connection closes: the whole value in one row would leave the writer holding as much
+        again as the shared copy (twice that in text format)."""
+        self.queries += 1
+        cursor = self._conn.cursor()
+        parameters = [_CHUNK_BYTES, oid, _CHUNK_BYTES]
+        if hasattr(cursor, "stream"):
+            rows = cursor.stream(_LOAD_CHUNKS, parameters, binary=True)
+        else:
+            cursor.execute(_LOAD_CHUNKS, parameters)
+            rows = (row for batch in iter(lambda: cursor.fetchmany(8), []) for row in batch)
+        try:
+            for row in rows:
+                (length, at, piece), = follow._session_rows(self, [row])
+                self.last_rows += 1
+                self.last_bytes += len(piece)
+                yield length, at - 1, piece
+        finally:
+            cursor.close()
 
     def _refreshed(self, started, wall):
         _Index._refreshed(self, started, wall)

@@ -441,3 +441,26 @@ def test_gunicorn_workers_share_one_copy(conn, dsn, tmp_path, preload):
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
+
+
+@pytest.mark.parametrize("driver", ["psycopg", "psycopg2"])
+def test_a_filter_of_several_chunks_is_the_servers_value(conn, dsn, tmp_path, driver):
+    """The writer reads the filter in rows of 1 MB (so that libpq does not keep a buffer of
+    the filter's size): a 3.6 MB filter read through either driver is the server's value."""
+    import bloomfilter.shared as shared
+    table = "users_%s" % uuid.uuid4().hex[:10]
+    conn.execute("CREATE TABLE %s (email text NOT NULL)" % table)
+    conn.execute("CREATE INDEX %s_bloom ON %s USING bloomfilter (email) WITH (capacity = 3000000, "
+                 "expansion = 0)" % (table, table))
+    conn.execute("INSERT INTO %s SELECT 'user' || i || '@mail.com' FROM generate_series(1, 5000) i" % table)
+    if driver == "psycopg":
+        connect = lambda: psycopg.connect(dsn, autocommit=True)
+    else:
+        psycopg2 = pytest.importorskip("psycopg2")
+        connect = lambda: psycopg2.connect(dsn)
+    with SharedIndexFollower(connect, table + "_bloom", path=str(tmp_path / "share"),
+                             background=False) as follower:
+        value = conn.execute("SELECT bloom_index_filter(%s)::bytea", [table + "_bloom"]).fetchone()[0]
+        assert len(value) > 3 * shared._CHUNK_BYTES
+        assert follower.last_rows == 4 and follower.filter.to_bytes() == value
+        assert all(follower.contains("user%d@mail.com" % i) for i in range(1, 5001))
