@@ -772,7 +772,8 @@ def shared_memory(workers=8):
     """The host's memory for `workers` gunicorn workers following one large index: each with
     its own copy (IndexFollower) against one shared copy (SharedIndexFollower), as the sum of
     the workers' and master's PSS (/proc/PID/smaps_rollup) less that of the same workers
-    following nothing, over the filter's bytes."""
+    following nothing (psycopg loaded and a connection made, as in an application using the
+    database), over the filter's bytes."""
     import shutil
     index = "big_email_bloom"
     with psycopg.connect(autocommit=True) as conn:
