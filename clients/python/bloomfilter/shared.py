@@ -29,14 +29,15 @@ are kept in is the host's (CLOCK_MONOTONIC), the same in every process.
 
 The directory (by default /dev/shm/bloomfilter-<uid>-<digest of the index's identity>) and its
 files are the user's, mode 0700 and 0600; a directory or file of another user, open to others or
-a symbolic link is refused (PermissionError). The last follower to close removes the filter's
-files (a follower killed leaves them to the next one that closes).
+a symbolic link is refused (PermissionError). The last follower to close (or whose process
+exits) removes the filter's files; a process killed leaves them to the next one that closes.
 
 Forking servers: a follower made before a fork (gunicorn --preload) is a reader in the children,
 which share the parent's mapping; made after, each process maps the files. The child never
 inherits the writer's role.
 """
 
+import atexit
 import errno
 import fcntl
 import hashlib
@@ -426,6 +427,17 @@ def _after_fork_in_child():
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+@atexit.register
+def _close_at_exit():
+    # So that the last process of the host to exit removes the files under /dev/shm.
+    for follower in list(_shared_followers):
+        if follower._pid == os.getpid():
+            try:
+                follower.close()
+            except Exception:
+                pass
 
 
 class SharedIndexFollower(_Index, _Connected):

@@ -464,3 +464,24 @@ def test_a_filter_of_several_chunks_is_the_servers_value(conn, dsn, tmp_path, dr
         assert len(value) > 3 * shared._CHUNK_BYTES
         assert follower.last_rows == 4 and follower.filter.to_bytes() == value
         assert all(follower.contains("user%d@mail.com" % i) for i in range(1, 5001))
+
+
+def test_the_last_process_to_exit_removes_the_copy(conn, dsn, tmp_path):
+    """A process that exits without closing its follower (atexit closes it): the last one
+    removes the generation files; the readers answered from a mapping, not a copy."""
+    import mmap
+    import subprocess
+    import sys
+    _, index = make_index(conn, rows=10)
+    path = str(tmp_path / "share")
+    program = ("import sys; sys.path.insert(0, %r)\n"
+               "from bloomfilter.shared import SharedIndexFollower\n"
+               "f = SharedIndexFollower(%r, %r, path=%r)\n"
+               "assert f.contains('user1@mail.com')\n"
+               % (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), dsn, index, path))
+    with SharedIndexFollower(dsn, index, path=path, background=False) as follower:
+        assert isinstance(follower.filter._data, mmap.mmap)
+        subprocess.run([sys.executable, "-c", program], check=True, timeout=60)
+        assert os.path.exists(os.path.join(path, "current"))  # this process still follows
+    subprocess.run([sys.executable, "-c", program], check=True, timeout=60)
+    assert sorted(os.listdir(path)) == ["lock", "users"]
