@@ -485,3 +485,32 @@ def test_the_last_process_to_exit_removes_the_copy(conn, dsn, tmp_path):
         assert os.path.exists(os.path.join(path, "current"))  # this process still follows
     subprocess.run([sys.executable, "-c", program], check=True, timeout=60)
     assert sorted(os.listdir(path)) == ["lock", "users"]
+
+
+def test_what_a_writer_killed_mid_write_leaves(conn, dsn, tmp_path):
+    """A writer killed while it wrote a generation leaves a temporary file, or its header's
+    fields half-changed (the sequence number odd): the next writer removes the first, and a
+    reader takes the second as retired and as of no time (stale), never spinning on it."""
+    import bloomfilter.shared as shared
+    _, index = make_index(conn, rows=10)
+    path = tmp_path / "share"
+    first = SharedIndexFollower(dsn, index, path=str(path), background=False, max_lag=1)
+    reader = SharedIndexFollower(dsn, index, path=str(path), background=False, max_lag=1)
+    try:
+        fd = os.open(path / "tmp-999999-2", os.O_CREAT | os.O_WRONLY, 0o600)
+        os.write(fd, b"half a generation")
+        os.close(fd)
+        # The writer dies in the middle of publishing its refresh.
+        header = first._generation.header
+        seq, = shared._SEQ.unpack_from(header, 8)
+        shared._SEQ.pack_into(header, 8, seq + 1)
+        first._store.drop_lock()
+        first.writer = False
+        assert reader._generation.read()[2] == 1  # retired: look for a newer generation
+        reader.refresh()                          # takes over: a new generation, leftovers gone
+        assert reader.writer and reader.stats()["generation"] == 2
+        assert sorted(os.listdir(path)) == ["current", "gen-2", "lock", "users"]
+        assert reader.is_fresh() and reader.contains("user1@mail.com")
+    finally:
+        first.close()
+        reader.close()
