@@ -30,7 +30,7 @@ are kept in is the host's (CLOCK_MONOTONIC), the same in every process.
 The directory (by default /dev/shm/bloomfilter-<uid>-<digest of the index's identity>) and its
 files are the user's, mode 0700 and 0600; a directory or file of another user, open to others or
 a symbolic link is refused (PermissionError). The last follower to close (or whose process
-exits) removes the filter's files; a process killed leaves them to the next one that closes.
+exits) removes the directory; a process killed leaves it to the next one that closes.
 
 Forking servers: a follower made before a fork (gunicorn --preload) is a reader in the children,
 which share the parent's mapping; made after, each process maps the files. The child never
@@ -163,13 +163,23 @@ def _write_state(header, refreshed_at, refreshed_wall, retired):
 
 class _Store:
     """The directory of a shared copy: `lock` (the writer's), `users` (each follower holds a
-    shared lock on it: the last one to close removes the data), `current` (the current
+    shared lock on it: the last one to close removes the directory), `current` (the current
     generation's number, replaced by a rename), `gen-N` and, while one is written, `tmp-...`."""
 
     def __init__(self, path, identity):
         self.path = path
         self.identity = identity
         self.boot_id = _boot_id()
+        self.lock_fd = self.users_fd = None
+        for _ in range(100):
+            if self._enter():
+                return
+        raise RuntimeError("%s: removed by the last follower again and again" % path)
+
+    def _enter(self):
+        """Opens the directory (made if need be) and holds `users` shared: True, or False when
+        the last follower of the copy removed the directory meanwhile (try again)."""
+        path = self.path
         try:
             os.mkdir(path, 0o700)
         except FileExistsError:
@@ -179,19 +189,40 @@ class _Store:
         except OSError as error:
             if error.errno in (errno.ELOOP, errno.ENOTDIR):
                 _refuse(path, "it is not a directory (a symbolic link?)")
+            if error.errno == errno.ENOENT:
+                return False
             raise
         try:
             st = os.fstat(self.dir_fd)
             if not stat.S_ISDIR(st.st_mode):
                 _refuse(path, "it is not a directory")
             _check_owned(st, path)
-            self.users_fd = self._open("users", os.O_RDWR, create=True)
-            # Waits while a closing follower removes the data (it holds the lock exclusively).
+            try:
+                self.users_fd = self._open("users", os.O_RDWR, create=True)
+            except FileNotFoundError:  # the directory was removed after it was opened
+                os.close(self.dir_fd)
+                return False
+            # Waits while the last follower removes the copy (it holds the lock exclusively),
+            # then checks that what it waited on is still there.
             fcntl.flock(self.users_fd, fcntl.LOCK_SH)
+            try:
+                still = (os.stat("users", dir_fd=self.dir_fd, follow_symlinks=False).st_ino
+                         == os.fstat(self.users_fd).st_ino
+                         and os.stat(path, follow_symlinks=False).st_ino == st.st_ino)
+            except FileNotFoundError:
+                still = False
+            if not still:
+                os.close(self.users_fd)
+                os.close(self.dir_fd)
+                self.users_fd = None
+                return False
         except BaseException:
+            if self.users_fd is not None:
+                os.close(self.users_fd)
+                self.users_fd = None
             os.close(self.dir_fd)
             raise
-        self.lock_fd = None
+        return True
 
     def _open(self, name, flags, create=False):
         flags |= os.O_NOFOLLOW | os.O_CLOEXEC
@@ -374,8 +405,15 @@ class _Store:
             except BlockingIOError:
                 pass  # other followers still use it
             else:
+                # No follower left (a newcomer waits for this lock, then starts again).
                 self._unlink("current")
                 self.remove_leftovers()
+                self._unlink("lock")
+                self._unlink("users")
+                try:
+                    os.rmdir(self.path)
+                except OSError:
+                    pass  # files of someone else's making: left as they are
             finally:
                 os.close(fd)
         except OSError:

@@ -504,14 +504,17 @@ def ask_every_worker(port, email, workers, timeout=10):
     return answers
 
 
-def test_gunicorn_preload(project):
+@pytest.mark.parametrize("shared", [False, True], ids=["own", "shared"])
+def test_gunicorn_preload(project, shared):
     """ready() runs in gunicorn's master (--preload), which makes no follower; each worker makes
-    its own at its first request and finds a new user within two intervals."""
+    its own at its first request and finds a new user within two intervals. Shared
+    (BLOOMFILTER_FOLLOWER_SHARED): one of them is the writer, the only one connected."""
     pytest.importorskip("gunicorn")  # test/run-python.sh requires it
     from accounts.models import User
     close_followers()  # this process's
     port = free_port()
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(project), PACKAGE]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(project), PACKAGE]),
+               BLOOM_DJANGO_SHARED="1" if shared else "0")
     server = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "--preload", "--workers", "2", "--bind",
          "127.0.0.1:%d" % port, "--log-level", "warning", "bloomsite.wsgi:application"],
@@ -530,9 +533,10 @@ def test_gunicorn_preload(project):
         before = ask_every_worker(port, email, 2)
         assert len(before) == 2 and server.pid not in before, before
         assert not any(any(a) for a in before.values()), before
-        # One follower connection per worker, none for the master.
+        # One follower connection per worker, none for the master; shared, the writer's alone.
         assert query("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                     "AND query LIKE '%%bloom_index_%%' AND pid <> pg_backend_pid()")[0][0] == 2
+                     "AND query LIKE '%%bloom_index_%%' AND pid <> pg_backend_pid()")[0][0] \
+            == (1 if shared else 2)
         User.objects.create(email=email)
         time.sleep(2 * INTERVAL)
         after = ask_every_worker(port, email, 2)
@@ -564,4 +568,4 @@ def test_shared_follower_by_setting(project):
             assert not isinstance(follower(LOWER_INDEX, shared=False), SharedIndexFollower)
     finally:
         close_followers()
-    assert not os.path.exists(os.path.join(made.path, "current"))
+    assert not os.path.exists(made.path)

@@ -209,7 +209,7 @@ def test_stale_reader_answers_true_and_takes_over(conn, dsn, tmp_path):
     finally:
         writer.close()
         reader.close()
-    assert not os.path.exists(os.path.join(path, "current"))  # the last one removed the data
+    assert not os.path.exists(path)  # the last one removed the copy
 
 
 def test_forked_child_is_a_reader_of_the_same_mapping(conn, dsn, tmp_path):
@@ -294,7 +294,7 @@ def test_default_path_is_per_index_and_user(conn, dsn):
         assert a.path != b.path and a.path == c.path
         assert a.writer and b.writer and not c.writer
         assert c.index_name == "public." + index
-    assert not os.path.exists(os.path.join(a.path, "current"))
+    assert not os.path.exists(a.path) and not os.path.exists(b.path)
 
 
 def test_a_path_shared_by_two_indexes_is_refused(conn, dsn, tmp_path):
@@ -468,7 +468,7 @@ def test_a_filter_of_several_chunks_is_the_servers_value(conn, dsn, tmp_path, dr
 
 def test_the_last_process_to_exit_removes_the_copy(conn, dsn, tmp_path):
     """A process that exits without closing its follower (atexit closes it): the last one
-    removes the generation files; the readers answered from a mapping, not a copy."""
+    removes the directory; the readers answered from a mapping, not a copy."""
     import mmap
     import subprocess
     import sys
@@ -484,7 +484,7 @@ def test_the_last_process_to_exit_removes_the_copy(conn, dsn, tmp_path):
         subprocess.run([sys.executable, "-c", program], check=True, timeout=60)
         assert os.path.exists(os.path.join(path, "current"))  # this process still follows
     subprocess.run([sys.executable, "-c", program], check=True, timeout=60)
-    assert sorted(os.listdir(path)) == ["lock", "users"]
+    assert not os.path.exists(path)
 
 
 def test_what_a_writer_killed_mid_write_leaves(conn, dsn, tmp_path):
@@ -514,3 +514,33 @@ def test_what_a_writer_killed_mid_write_leaves(conn, dsn, tmp_path):
     finally:
         first.close()
         reader.close()
+
+
+def test_a_follower_starting_while_the_last_one_removes_the_copy(conn, dsn, tmp_path, monkeypatch):
+    """The last follower removes the directory while another starts (it waited for the lock
+    the last one held): the new one starts again in a new directory."""
+    import bloomfilter.shared as shared
+    _, index = make_index(conn, rows=10)
+    path = str(tmp_path / "share")
+    last = SharedIndexFollower(dsn, index, path=path, background=False)
+    entered = []
+    enter = shared._Store._enter
+
+    def closing_meanwhile(store):
+        if not entered:  # the first try: the last follower goes between its open and its lock
+            entered.append(True)
+            real_flock = shared.fcntl.flock
+
+            def flock(fd, operation):
+                if operation == shared.fcntl.LOCK_SH:
+                    monkeypatch.setattr(shared.fcntl, "flock", real_flock)
+                    last.close()
+                return real_flock(fd, operation)
+            monkeypatch.setattr(shared.fcntl, "flock", flock)
+        return enter(store)
+
+    monkeypatch.setattr(shared._Store, "_enter", closing_meanwhile)
+    with SharedIndexFollower(dsn, index, path=path, background=False) as follower:
+        assert follower.writer and follower.contains("user1@mail.com")
+        assert sorted(os.listdir(path)) == ["current", "gen-1", "lock", "users"]
+    assert not os.path.exists(path)
