@@ -18,10 +18,10 @@ Within a generation, a page is overwritten with the server's current page, which
 key committed until then (a REINDEX that keeps the layout may drop deleted rows' bits): a reader
 that sees a page half-written, each byte old or new, still finds every key committed before the
 time its answers are as of. Anything that changes the layout (the first load, another index
-under the name, a new layer, a reconnection, a takeover) writes a new generation file completely, then
-names it in the control file (`current`, replaced by a rename), marks the old one retired and
-unlinks it; a reader maps a generation only once it is named, so it never answers from a torn
-layout, and remaps when it sees its generation retired.
+under the name, a new layer, a reconnection, a takeover) writes a new generation file whole,
+then names it in the control file (`current`, replaced by a rename), marks the old one retired
+and unlinks it; a reader maps a generation only once it is named, so it never answers from a
+torn layout, and remaps when it sees its generation retired.
 
 max_lag bounds every reader's "absent" as IndexFollower's does: past it (the writer is dead and
 no one took over, or the server is down) contains() answers True. The monotonic clock the times
@@ -657,8 +657,15 @@ class SharedIndexFollower(_Index, _Connected):
         meta = {"describe": _plain(rows), "columns": _plain(columns), "parts": _plain(parts),
                 "reason": reason}
         self.last_rows = self.last_bytes = 0
-        generation, f = self._store.new_generation(self._chunks(oid), meta, started, wall,
-                                                   _mapped_filter)
+        chunks = self._chunks(oid)
+        try:
+            generation, f = self._store.new_generation(chunks, meta, started, wall, _mapped_filter)
+        except BaseException:
+            # A query left unread midway leaves its connection busy: the next refresh opens
+            # another (and reads the filter whole).
+            chunks.close()
+            self._close_connection()
+            raise
         old, self._generation = self._generation, generation
         self._state = (f, key_type, transform)
         self._oid, self._lsn = oid, _text(lsn)

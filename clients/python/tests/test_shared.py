@@ -544,3 +544,45 @@ def test_a_follower_starting_while_the_last_one_removes_the_copy(conn, dsn, tmp_
         assert follower.writer and follower.contains("user1@mail.com")
         assert sorted(os.listdir(path)) == ["current", "gen-1", "lock", "users"]
     assert not os.path.exists(path)
+
+
+def test_a_load_failing_midway_leaves_the_current_generation(conn, dsn, tmp_path, monkeypatch):
+    """The writer's whole read fails after its first rows: no new generation is named, the
+    readers keep answering from the current one, and the next refresh reads it whole again on a
+    new connection."""
+    import bloomfilter.shared as shared
+    table = "users_%s" % uuid.uuid4().hex[:10]
+    conn.execute("CREATE TABLE %s (email text NOT NULL)" % table)
+    conn.execute("CREATE INDEX %s_bloom ON %s USING bloomfilter (email) WITH (capacity = 3000000, "
+                 "expansion = 0)" % (table, table))
+    conn.execute("INSERT INTO %s SELECT 'user' || i || '@mail.com' FROM generate_series(1, 3000) i" % table)
+    index = table + "_bloom"
+    path = str(tmp_path / "share")
+    writer = SharedIndexFollower(dsn, index, path=path, background=False)
+    reader = SharedIndexFollower(dsn, index, path=path, background=False)
+    try:
+        real = shared._write_all
+        calls = []
+
+        def failing(fd, data, offset):
+            calls.append(offset)
+            if len(calls) == 2:
+                raise OSError(28, "No space left on device")
+            return real(fd, data, offset)
+
+        monkeypatch.setattr(shared, "_write_all", failing)
+        conn.execute("REINDEX INDEX CONCURRENTLY %s" % index)
+        with pytest.raises(OSError):
+            writer.refresh()
+        monkeypatch.setattr(shared, "_write_all", real)
+        reader.refresh()
+        assert reader.stats()["generation"] == 1 and reader.contains("user1@mail.com")
+        assert sorted(os.listdir(path)) == ["current", "gen-1", "lock", "users"]
+        writer.refresh()
+        reader.refresh()
+        assert writer.stats()["generation"] == reader.stats()["generation"] == 2
+        assert writer.reconnects == 2
+        assert all(reader.contains("user%d@mail.com" % i) for i in range(1, 3001))
+    finally:
+        writer.close()
+        reader.close()
