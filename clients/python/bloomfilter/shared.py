@@ -53,8 +53,7 @@ import weakref
 
 from . import follow
 from ._core import FORMAT_VERSION_LAYERED, HEADER_BYTES, MAGIC, Filter, LayeredFilter
-from .follow import (_COLUMNS, _CURRENT_LSN, _DESCRIBE, _KEY_PARTS, _Connected, _Index,
-                     _key_rules, _text)
+from .follow import _CURRENT_LSN, _Connected, _Index, _text
 
 __all__ = ["SharedIndexFollower", "default_path"]
 
@@ -611,8 +610,7 @@ class SharedIndexFollower(_Index, _Connected):
         if generation is None:
             return False
         meta = generation.meta
-        oid, key_type, transform = _key_rules(self.index_name, meta["describe"], meta["columns"],
-                                              meta["parts"])
+        oid, key_type, transform = _key_rules_of(self.index_name, meta["describe"])
         f = _mapped_filter(generation.data)
         self._generation = generation
         self._state = (f, key_type, transform)
@@ -649,13 +647,17 @@ class SharedIndexFollower(_Index, _Connected):
             raise AssertionError("only the writer reads the filter")
         started, wall = time.monotonic(), time.time()
         reason = self._reload_reason or "reload"
-        rows = self._query(_DESCRIBE, [self.index_name])
-        columns = self._query(_COLUMNS, [rows[0][0]]) if rows and rows[0][1] else None
-        parts = self._query(_KEY_PARTS, [rows[0][0]]) if rows and rows[0][6] != 1 else None
-        oid, key_type, transform = _key_rules(self.index_name, rows, columns, parts)
+        answers = []
+
+        def query(sql, parameters):
+            rows = self._query(sql, parameters)
+            answers.append(_plain(rows))
+            return rows
+
+        oid, key_type, transform = _Index._describe(_Describing(self.index_name, query))
         (lsn,), = self._query(_CURRENT_LSN, [])
-        meta = {"describe": _plain(rows), "columns": _plain(columns), "parts": _plain(parts),
-                "reason": reason}
+        # The readers take the key rules from the same rows (_key_rules_of).
+        meta = {"describe": answers, "reason": reason}
         self.last_rows = self.last_bytes = 0
         chunks = self._chunks(oid)
         try:
@@ -731,6 +733,27 @@ class SharedIndexFollower(_Index, _Connected):
             if self._store is not None:
                 self._store.close()
                 self._store = None
+
+
+class _Describing:
+    """What IndexFollower's _describe reads of a follower: the index's name and its queries."""
+
+    def __init__(self, index_name, query):
+        self.index_name = index_name
+        self._query = query
+
+
+def _key_rules_of(index_name, answers):
+    """(OID, key type, key transform) of an index, from the rows the writer's _describe read
+    (its queries answered again in the same order, with no connection)."""
+    answers = list(answers)
+
+    def query(sql, parameters):
+        if not answers:
+            raise ValueError("the shared copy's description of %s is incomplete" % index_name)
+        return answers.pop(0)
+
+    return _Index._describe(_Describing(index_name, query))
 
 
 def _plain(rows):

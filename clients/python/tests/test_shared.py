@@ -586,3 +586,25 @@ def test_a_load_failing_midway_leaves_the_current_generation(conn, dsn, tmp_path
     finally:
         writer.close()
         reader.close()
+
+
+def test_readers_apply_the_key_rules_the_writer_read(conn, dsn, tmp_path):
+    """A reader has no connection: it takes the index's key rules (an expression, a multicolumn
+    key) from the rows the writer's description of the index read."""
+    table = "users_%s" % uuid.uuid4().hex[:10]
+    conn.execute("CREATE TABLE %s (tenant_id bigint NOT NULL, email text NOT NULL)" % table)
+    conn.execute("CREATE INDEX %s_lower ON %s USING bloomfilter (lower(email))" % (table, table))
+    conn.execute("CREATE INDEX %s_pair ON %s USING bloomfilter (tenant_id, email)" % (table, table))
+    conn.execute("INSERT INTO %s SELECT i %% 7, 'User' || i || '@mail.com' FROM generate_series(1, 500) i"
+                 % table)
+    for suffix, present, absent in (
+            ("_lower", ["user%d@mail.com" % i for i in range(1, 501)], "user999@mail.com"),
+            ("_pair", [(i % 7, "User%d@mail.com" % i) for i in range(1, 501)], (1, "User999@mail.com"))):
+        path = str(tmp_path / suffix)
+        with SharedIndexFollower(dsn, table + suffix, path=path, background=False) as writer, \
+                SharedIndexFollower(dsn, table + suffix, path=path, background=False) as reader:
+            assert writer.writer and not reader.writer and reader._conn is None
+            assert all(reader.contains_many(present)) and all(map(reader.contains, present))
+            assert reader._state[1:] and writer.contains(absent) == reader.contains(absent)
+            with pytest.raises(TypeError):
+                reader.contains(5 if suffix == "_lower" else ("x", "y"))
