@@ -484,7 +484,9 @@ class SharedIndexFollower(_Index, _Connected):
 
     path: the directory of the shared copy (None: under /dev/shm, named from the user and the
     index's identity); every follower sharing it must follow the same index. timeout: seconds a
-    new follower waits for the writer's first copy before raising TimeoutError.
+    new follower waits for the writer's first copy before raising TimeoutError. conn is used to
+    learn the index's identity, then by the writer: a reader closes it once it has mapped the
+    copy, and opens another the same way if it takes over.
 
     The index is the one index_name names when the follower starts, followed by its
     schema-qualified name (index_name becomes that name). Only the writer checks the copy
