@@ -704,6 +704,109 @@ def layered_batches(rounds=7, seconds=0.4):
                     % (what, statistics.median(pure_ratios)))
 
 
+def _pss_rss_kb(pid):
+    """(RSS, PSS) of a process in kB, from /proc/PID/smaps_rollup."""
+    values = {}
+    with open("/proc/%d/smaps_rollup" % pid) as f:
+        for line in f:
+            name, _, rest = line.partition(":")
+            if name in ("Rss", "Pss"):
+                values[name] = int(rest.split()[0])
+    return values["Rss"], values["Pss"]
+
+
+def _children(pid):
+    children = set()
+    for task in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/children" % (pid, task)) as f:
+            children.update(int(child) for child in f.read().split())
+    return sorted(children)
+
+
+def _gunicorn_memory(mode, index, workers, path):
+    """Starts gunicorn with `workers` workers of bench/python_shared_app.py in `mode`, waits
+    until every worker follows the index, and returns (master and workers' RSS summed, PSS
+    summed, in bytes, workers seen)."""
+    import concurrent.futures
+    import signal
+    import socket
+    import urllib.request
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, BENCH_SHARED_MODE=mode, BENCH_SHARED_INDEX=index, BENCH_SHARED_PATH=path)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "--workers", str(workers), "--timeout", "600", "--bind",
+         "127.0.0.1:%d" % port, "--log-level", "warning", "python_shared_app:app"],
+        env=env, cwd=os.path.dirname(os.path.abspath(__file__)), start_new_session=True)
+
+    def ask(_):
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d/" % port, timeout=30) as response:
+                pid, ready = response.read().decode().split()
+                return int(pid), ready == "1" or mode == "none"
+        except OSError:
+            return None, False
+
+    try:
+        ready, deadline = set(), time.monotonic() + 600
+        with concurrent.futures.ThreadPoolExecutor(16) as pool:
+            while len(ready) < workers:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("gunicorn (%s) did not start its %d workers" % (mode, workers))
+                ready.update(pid for pid, ok in pool.map(ask, range(32)) if ok)
+                time.sleep(0.1)
+        time.sleep(2)  # the loads' transient buffers freed, the refreshes running
+        pids = [server.pid] + _children(server.pid)
+        rss = pss = 0
+        for pid in pids:
+            r, p = _pss_rss_kb(pid)
+            rss, pss = rss + r, pss + p
+        return rss * 1024, pss * 1024, len(pids) - 1
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=60)
+
+
+def shared_memory(workers=8):
+    """The host's memory for `workers` gunicorn workers following one large index: each with
+    its own copy (IndexFollower) against one shared copy (SharedIndexFollower), as the sum of
+    the workers' and master's PSS (/proc/PID/smaps_rollup) less that of the same workers
+    following nothing (psycopg loaded and a connection made, as in an application using the
+    database), over the filter's bytes."""
+    import shutil
+    index = "big_email_bloom"
+    with psycopg.connect(autocommit=True) as conn:
+        filter_bytes = conn.execute("SELECT octet_length(bloom_index_filter(%s)::bytea)", [index]).fetchone()[0]
+        capacity = conn.execute("SELECT capacity FROM bloom_index_info(%s)", [index]).fetchone()[0]
+    print("\n== memory of %d gunicorn workers following %s (capacity %d, a filter of %.1f MB)"
+          % (workers, index, capacity, filter_bytes / 1e6))
+    path = "/dev/shm/bloomfilter-bench-%d" % os.getpid()
+    figures = {}
+    try:
+        for mode in ("none", "private", "shared"):
+            started = time.monotonic()
+            rss, pss, seen = _gunicorn_memory(mode, index, workers, path)
+            figures[mode] = (rss, pss)
+            print("%-8s %d workers: RSS %7.1f MB, PSS %7.1f MB (master and workers summed), up in %.1f s"
+                  % (mode, seen, rss / 1e6, pss / 1e6, time.monotonic() - started))
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+    _, base = figures["none"]
+    for mode in ("private", "shared"):
+        rss, pss = figures[mode]
+        added = (pss - base) / filter_bytes
+        print("%-8s PSS added over the workers alone: %.1f MB = %.2fx the filter's bytes; RSS added %.1f MB = %.2fx"
+              % (mode, (pss - base) / 1e6, added, (rss - figures["none"][0]) / 1e6,
+                 (rss - figures["none"][0]) / filter_bytes))
+    private = (figures["private"][1] - base) / filter_bytes
+    shared = (figures["shared"][1] - base) / filter_bytes
+    rows.append("python) %d workers following a %.0f MB filter, private copies: PSS added / filter bytes|%.2f|-|-"
+                % (workers, filter_bytes / 1e6, private))
+    row("python) %d workers following a %.0f MB filter, SharedIndexFollower: PSS added / filter bytes"
+        % (workers, filter_bytes / 1e6), round(shared, 2), "<=", 1.2)
+
+
 def print_rows():
     print("\n== python client rows")
     for line in rows:
@@ -717,6 +820,10 @@ def print_rows():
 def main():
     if os.environ.get("BENCH_CLIENT_ONLY") == "layered":
         layered_batches()
+        print_rows()
+        return
+    if os.environ.get("BENCH_CLIENT_ONLY") == "shared":
+        shared_memory()
         print_rows()
         return
     conn = psycopg.connect(autocommit=True)
@@ -807,6 +914,7 @@ def main():
     multi_lag()
     async_stalls()
     shards_lag()
+    shared_memory()
     print_rows()
 
 

@@ -9,7 +9,10 @@
 # PgBouncer in session and transaction mode against a direct connection (if pgbouncer is
 # installed); a MultiIndexFollower of 4 indexes on one connection, its lag under a writer a table;
 # IndexFollower.contains_many against a loop of contains on a fixed-size index and on indexes of 1
-# and 6 layers (alone with BENCH_CLIENT_ONLY=layered);
+# and 6 layers (alone with BENCH_CLIENT_ONLY=layered); the memory (RSS and PSS, from
+# /proc/PID/smaps_rollup) of 8 gunicorn workers following a 120 MB filter, each with its own copy
+# against one SharedIndexFollower copy for the host (alone with BENCH_CLIENT_ONLY=shared; needs
+# python3-gunicorn);
 # the compiled check (bloomfilter._native, built here when python3-dev is installed) against the
 # pure-Python one, a check and a batch's key, on Filter and IndexFollower, side by side (the
 # other sections measure the pure-Python check, as before there was a compiled one).
@@ -69,6 +72,12 @@ CREATE INDEX grown_email_bloom ON grown USING bloomfilter (email)
   WITH (capacity = 16000, error_rate = 0.01, expansion = 2);
 INSERT INTO grown SELECT i::text FROM generate_series(0, 999999) AS i;
 VACUUM (FREEZE, ANALYZE) users, filters;
+-- A large index (a 120 MB filter, built in well under a second on an empty-ish table), for the
+-- memory of 8 gunicorn workers following it, each with its own copy or one shared copy.
+CREATE TABLE big (email text NOT NULL);
+INSERT INTO big SELECT i::text FROM generate_series(0, 99999) AS i;
+CREATE INDEX big_email_bloom ON big USING bloomfilter (email)
+  WITH (capacity = 100000000, error_rate = 0.01, expansion = 0);
 -- Four tables with an index each, for a MultiIndexFollower of the four on one connection.
 SELECT format('CREATE TABLE multi%s (id bigserial PRIMARY KEY, email text NOT NULL UNIQUE)', n),
        format('CREATE INDEX multi%s_email_bloom ON multi%s USING bloomfilter (email) WITH (capacity = 100000)', n, n)

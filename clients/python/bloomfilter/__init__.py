@@ -8,8 +8,9 @@ bloomfilter in the application's own memory.
 Adapters: bloomfilter.psycopg.register(conn) (also async connections and pools),
 bloomfilter.psycopg2.register(conn), await bloomfilter.asyncpg.register(conn), and the
 SQLAlchemy column type bloomfilter.sqlalchemy.Bloom.
-Following an index: bloomfilter.follow.IndexFollower(conn, "users_email_bloom"); the index of a
-Citus distributed table, on the nodes holding its shards:
+Following an index: bloomfilter.follow.IndexFollower(conn, "users_email_bloom"), or with one
+copy for the host's processes, bloomfilter.shared.SharedIndexFollower(dsn, "users_email_bloom");
+the index of a Citus distributed table, on the nodes holding its shards:
 bloomfilter.citus.CitusIndexFollower(coordinator, "users_email_bloom").
 """
 

@@ -397,10 +397,14 @@ class Filter:
                  "_block_bytes", "_shift", "_bit_mask", "_multipliers", "contains", "_batch",
                  "_vector_check", "_native")
 
+    # The filter's own copy of the bytes it is made from (shared.py's filters read a mapping in
+    # place instead).
+    _own = bytearray
+
     def __init__(self, data):
         """Takes the byte format (validated): use from_bytes() or empty()."""
         header = read_header(data)
-        self._data = bytearray(data)
+        self._data = self._own(data)
         (self.version, self.block_log2, self.hashes, self.blocks, self.capacity,
          self.error_rate, _) = header
         self._block_bytes = 1 << (self.block_log2 - 3)
@@ -733,7 +737,7 @@ class LayeredFilter(Filter):
     def __init__(self, data):
         """Takes a layered value (validated): use Filter.from_bytes()."""
         capacity, error_rate, expansion, _, layers = read_layers(data)
-        self._data = bytearray(data)
+        self._data = self._own(data)
         self.version = FORMAT_VERSION_LAYERED
         self.capacity, self.error_rate, self.expansion = capacity, error_rate, expansion
         # No one number: each layer has its own (layers).

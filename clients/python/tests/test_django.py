@@ -504,14 +504,17 @@ def ask_every_worker(port, email, workers, timeout=10):
     return answers
 
 
-def test_gunicorn_preload(project):
+@pytest.mark.parametrize("shared", [False, True], ids=["own", "shared"])
+def test_gunicorn_preload(project, shared):
     """ready() runs in gunicorn's master (--preload), which makes no follower; each worker makes
-    its own at its first request and finds a new user within two intervals."""
+    its own at its first request and finds a new user within two intervals. Shared
+    (BLOOMFILTER_FOLLOWER_SHARED): one of them is the writer, the only one connected."""
     pytest.importorskip("gunicorn")  # test/run-python.sh requires it
     from accounts.models import User
     close_followers()  # this process's
     port = free_port()
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(project), PACKAGE]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(project), PACKAGE]),
+               BLOOM_DJANGO_SHARED="1" if shared else "0")
     server = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "--preload", "--workers", "2", "--bind",
          "127.0.0.1:%d" % port, "--log-level", "warning", "bloomsite.wsgi:application"],
@@ -530,9 +533,10 @@ def test_gunicorn_preload(project):
         before = ask_every_worker(port, email, 2)
         assert len(before) == 2 and server.pid not in before, before
         assert not any(any(a) for a in before.values()), before
-        # One follower connection per worker, none for the master.
+        # One follower connection per worker, none for the master; shared, the writer's alone.
         assert query("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                     "AND query LIKE '%%bloom_index_%%' AND pid <> pg_backend_pid()")[0][0] == 2
+                     "AND query LIKE '%%bloom_index_%%' AND pid <> pg_backend_pid()")[0][0] \
+            == (1 if shared else 2)
         User.objects.create(email=email)
         time.sleep(2 * INTERVAL)
         after = ask_every_worker(port, email, 2)
@@ -540,3 +544,28 @@ def test_gunicorn_preload(project):
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
+
+
+def test_shared_follower_by_setting(project):
+    """BLOOMFILTER_FOLLOWER_SHARED = True: follower() is a SharedIndexFollower (the first in the
+    host's copy is its writer), connected as Django is; shared=False in the call overrides it."""
+    from django.test import override_settings
+    from django.test import Client
+    from accounts.models import User
+    from bloomfilter.shared import SharedIndexFollower
+    close_followers()
+    try:
+        with override_settings(BLOOMFILTER_FOLLOWER_SHARED=True):
+            client = Client()
+            [email] = new_emails(1, "shared")
+            assert client.get("/taken", {"email": email}).content.decode() == "%d 0" % os.getpid()
+            made = follower(INDEX)
+            assert isinstance(made, SharedIndexFollower) and made.writer
+            assert made.path.startswith("/dev/shm/bloomfilter-")
+            User.objects.create(email=email)
+            made.refresh()
+            assert client.get("/taken", {"email": email}).content.decode() == "%d 1" % os.getpid()
+            assert not isinstance(follower(LOWER_INDEX, shared=False), SharedIndexFollower)
+    finally:
+        close_followers()
+    assert not os.path.exists(made.path)

@@ -1,11 +1,15 @@
-"""One IndexFollower per index and process, connected as Django's database settings say."""
+"""One IndexFollower per index and process, connected as Django's database settings say; or one
+SharedIndexFollower, whose copy of the filter the processes of the host share
+(BLOOMFILTER_FOLLOWER_SHARED = True in the settings, or follower(..., shared=True))."""
 
 import os
 import threading
 
+from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 
 from ..follow import IndexFollower
+from ..shared import SharedIndexFollower
 
 __all__ = ["follower", "close_followers"]
 
@@ -34,6 +38,10 @@ def follower(index_name, using=DEFAULT_DB_ALIAS, **options):
     call giving other options raises ValueError. The follower has a connection of its own, opened
     with the driver and parameters Django uses for `using` (its NAME, USER, PASSWORD, HOST, PORT
     and OPTIONS), and opened again the same way after a dropped connection or a fork.
+
+    shared=True (default: the setting BLOOMFILTER_FOLLOWER_SHARED, else False) makes it a
+    SharedIndexFollower: one copy of the filter for every process of the host, under /dev/shm;
+    shared="/a/directory" puts that index's copy there (SharedIndexFollower's path).
     """
     key = (using, index_name)
     entry = _followers.get(key)
@@ -43,12 +51,21 @@ def follower(index_name, using=DEFAULT_DB_ALIAS, **options):
             if entry is None:
                 wrapper = connections[using]
                 driver, parameters = wrapper.Database, wrapper.get_connection_params()
-                made = IndexFollower(lambda: driver.connect(**parameters), index_name, **options)
+                made = _make(lambda: driver.connect(**parameters), index_name, options)
                 entry = _followers[key] = (made, options)
     if options and options != entry[1]:
         raise ValueError("the follower of %s on %r was made with other options: %r"
                          % (index_name, using, entry[1]))
     return entry[0]
+
+
+def _make(connect, index_name, options):
+    options = dict(options)
+    shared = options.pop("shared", getattr(settings, "BLOOMFILTER_FOLLOWER_SHARED", False))
+    if shared:
+        path = None if shared is True else shared
+        return SharedIndexFollower(connect, index_name, path=path, **options)
+    return IndexFollower(connect, index_name, **options)
 
 
 def close_followers():

@@ -19,3 +19,5 @@ DATABASES = {
         "USER": os.environ.get("PGUSER", "postgres"),
     }
 }
+# One copy of each followed filter for the host's processes (test_django.py's shared tests).
+BLOOMFILTER_FOLLOWER_SHARED = os.environ.get("BLOOM_DJANGO_SHARED") == "1"

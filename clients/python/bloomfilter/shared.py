@@ -1,0 +1,765 @@
+"""One copy of a followed index's filter per host, shared by the processes following it.
+
+    from bloomfilter.shared import SharedIndexFollower
+    follower = SharedIndexFollower(dsn, "users_email_bloom", max_lag=5)
+    if not follower.contains(email):   # no round trip, and no copy of the filter in this process
+        ...
+
+Every process of one user following the same index (the same server, database, role and
+schema-qualified index) with a SharedIndexFollower answers from one copy of the filter, kept in
+files under /dev/shm (or `path`) that each process maps. One of them, the writer, holds the lock
+file (fcntl.flock) and follows the index as IndexFollower does: it writes the pages of bits it
+fetches into the mapping in place, and after each successful refresh publishes when that
+refresh started. The others, readers, hold no connection: each answers from the mapping, as of
+the last refresh the writer published. When the writer dies, the kernel releases its lock and
+the next reader to try takes it over (every `interval` seconds), reading the filter whole.
+
+Within a generation, a page is overwritten with the server's current page, which holds every
+key committed until then (a REINDEX that keeps the layout may drop deleted rows' bits): a reader
+that sees a page half-written, each byte old or new, still finds every key committed before the
+time its answers are as of. Anything that changes the layout (the first load, another index
+under the name, a new layer, a reconnection, a takeover) writes a new generation file whole,
+then names it in the control file (`current`, replaced by a rename), marks the old one retired
+and unlinks it; a reader maps a generation only once it is named, so it never answers from a
+torn layout, and remaps when it sees its generation retired.
+
+max_lag bounds every reader's "absent" as IndexFollower's does: past it (the writer is dead and
+no one took over, or the server is down) contains() answers True. The monotonic clock the times
+are kept in is the host's (CLOCK_MONOTONIC), the same in every process.
+
+The directory (by default /dev/shm/bloomfilter-<uid>-<digest of the index's identity>) and its
+files are the user's, mode 0700 and 0600; a directory or file of another user, open to others or
+a symbolic link is refused (PermissionError). The last follower to close (or whose process
+exits) removes the directory; a process killed leaves it to the next one that closes.
+
+Forking servers: a follower made before a fork (gunicorn --preload) is a reader in the children,
+which share the parent's mapping; made after, each process maps the files. The child never
+inherits the writer's role.
+"""
+
+import atexit
+import errno
+import fcntl
+import hashlib
+import json
+import mmap
+import os
+import stat
+import struct
+import tempfile
+import threading
+import time
+import weakref
+
+from . import follow
+from ._core import FORMAT_VERSION_LAYERED, HEADER_BYTES, MAGIC, Filter, LayeredFilter
+from .follow import _CURRENT_LSN, _Connected, _Index, _text
+
+__all__ = ["SharedIndexFollower", "default_path"]
+
+_log = follow._log
+
+# A generation file: a header page, the description of the index (JSON) and, from filter_offset
+# (a multiple of the page size), the filter in the portable byte format.
+_GENERATION_MAGIC = b"BFSHARE1"
+# magic, seq (odd while the writer changes the fields after it), refreshed_at (time.monotonic()
+# at the start of the last successful refresh), refreshed_wall (time.time() then), retired (1 once
+# another generation is current), writer pid, filter_offset, filter_length, meta_length.
+_HEADER = struct.Struct("<8sQddQQQQQ")
+_SEQ = struct.Struct("<Q")
+_STATE = struct.Struct("<ddQQ")  # refreshed_at .. writer pid, at offset 16
+_PAGE = mmap.ALLOCATIONGRANULARITY
+
+
+def _boot_id():
+    """This boot's identity: a monotonic time is the host's only within one boot."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+class _MappedFilter(Filter):
+    """A Filter reading its bytes in place from a mapping (no copy)."""
+    __slots__ = ()
+    _own = staticmethod(lambda data: data)
+
+
+class _MappedLayeredFilter(LayeredFilter):
+    """A LayeredFilter reading its bytes in place from a mapping (no copy)."""
+    __slots__ = ()
+    _own = staticmethod(lambda data: data)
+
+
+def _mapped_filter(buffer):
+    """The filter of a mapping's bytes (validated as Filter.from_bytes does)."""
+    if len(buffer) >= HEADER_BYTES and buffer[:4] == MAGIC and buffer[4] == FORMAT_VERSION_LAYERED:
+        return _MappedLayeredFilter(buffer)
+    return _MappedFilter(buffer)
+
+
+def _refuse(what, why):
+    raise PermissionError("bloomfilter shared follower: refusing %s: %s" % (what, why))
+
+
+def _check_owned(st, what):
+    if st.st_uid != os.geteuid():
+        _refuse(what, "it belongs to uid %d, not to this process's user (uid %d)"
+                % (st.st_uid, os.geteuid()))
+    if st.st_mode & 0o077:
+        _refuse(what, "other users may access it (mode %o; 0700 for the directory and 0600 for "
+                      "its files expected)" % stat.S_IMODE(st.st_mode))
+
+
+def default_path(identity):
+    """The directory of an index's shared copy: under /dev/shm (else the temporary directory),
+    named from the user and a digest of the identity."""
+    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) \
+        else tempfile.gettempdir()
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:32]
+    return os.path.join(base, "bloomfilter-%d-%s" % (os.geteuid(), digest))
+
+
+class _Generation:
+    """One mapped generation file: the header's fields (under a sequence lock) and the filter."""
+
+    def __init__(self, number, header, data, meta, writable):
+        self.number = number
+        self.header = header    # mmap of the header page
+        self.data = data        # mmap of the filter's bytes
+        self.meta = meta
+        self.writable = writable
+
+    def read(self):
+        """(refreshed_at, refreshed_wall, retired, writer pid), as one consistent set."""
+        return _read_state(self.header)
+
+    def write(self, refreshed_at, refreshed_wall, retired=0):
+        _write_state(self.header, refreshed_at, refreshed_wall, retired)
+
+
+def _read_state(header):
+    for _ in range(10000):
+        before, = _SEQ.unpack_from(header, 8)
+        if before & 1 == 0:
+            fields = _STATE.unpack_from(header, 16)
+            after, = _SEQ.unpack_from(header, 8)
+            if before == after:
+                return fields
+        time.sleep(0)
+    # A writer died while it wrote them: as of no time, and retired (look for a newer one).
+    return float("-inf"), 0.0, 1, 0
+
+
+def _write_state(header, refreshed_at, refreshed_wall, retired):
+    seq, = _SEQ.unpack_from(header, 8)
+    seq += 1 if seq & 1 == 0 else 2  # odd while the fields change (even if a writer died so)
+    _SEQ.pack_into(header, 8, seq)
+    _STATE.pack_into(header, 16, refreshed_at, refreshed_wall, retired, os.getpid())
+    _SEQ.pack_into(header, 8, seq + 1)
+
+
+class _Store:
+    """The directory of a shared copy: `lock` (the writer's), `users` (each follower holds a
+    shared lock on it: the last one to close removes the directory), `current` (the current
+    generation's number, replaced by a rename), `gen-N` and, while one is written, `tmp-...`."""
+
+    def __init__(self, path, identity):
+        self.path = path
+        self.identity = identity
+        self.boot_id = _boot_id()
+        self.lock_fd = self.users_fd = None
+        for _ in range(100):
+            if self._enter():
+                return
+        raise RuntimeError("%s: removed by the last follower again and again" % path)
+
+    def _enter(self):
+        """Opens the directory (made if need be) and holds `users` shared: True, or False when
+        the last follower of the copy removed the directory meanwhile (try again)."""
+        path = self.path
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass
+        try:
+            self.dir_fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as error:
+            if error.errno in (errno.ELOOP, errno.ENOTDIR):
+                _refuse(path, "it is not a directory (a symbolic link?)")
+            if error.errno == errno.ENOENT:
+                return False
+            raise
+        try:
+            st = os.fstat(self.dir_fd)
+            if not stat.S_ISDIR(st.st_mode):
+                _refuse(path, "it is not a directory")
+            _check_owned(st, path)
+            try:
+                self.users_fd = self._open("users", os.O_RDWR, create=True)
+            except FileNotFoundError:  # the directory was removed after it was opened
+                os.close(self.dir_fd)
+                return False
+            # Waits while the last follower removes the copy (it holds the lock exclusively),
+            # then checks that what it waited on is still there.
+            fcntl.flock(self.users_fd, fcntl.LOCK_SH)
+            try:
+                still = (os.stat("users", dir_fd=self.dir_fd, follow_symlinks=False).st_ino
+                         == os.fstat(self.users_fd).st_ino
+                         and os.stat(path, follow_symlinks=False).st_ino == st.st_ino)
+            except FileNotFoundError:
+                still = False
+            if not still:
+                os.close(self.users_fd)
+                os.close(self.dir_fd)
+                self.users_fd = None
+                return False
+        except BaseException:
+            if self.users_fd is not None:
+                os.close(self.users_fd)
+                self.users_fd = None
+            os.close(self.dir_fd)
+            raise
+        return True
+
+    def _open(self, name, flags, create=False):
+        flags |= os.O_NOFOLLOW | os.O_CLOEXEC
+        if create:
+            flags |= os.O_CREAT
+        try:
+            fd = os.open(name, flags, 0o600, dir_fd=self.dir_fd)
+        except OSError as error:
+            if error.errno == errno.ELOOP:
+                _refuse(os.path.join(self.path, name), "it is a symbolic link")
+            raise
+        try:
+            st = os.fstat(fd)
+            what = os.path.join(self.path, name)
+            if not stat.S_ISREG(st.st_mode):
+                _refuse(what, "it is not a regular file")
+            _check_owned(st, what)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    # -- the writer's lock -----------------------------------------------------------------
+
+    def try_lock(self):
+        """True if this process now holds the writer's lock (or already did)."""
+        if self.lock_fd is None:
+            self.lock_fd = self._open("lock", os.O_RDWR, create=True)
+        try:
+            fcntl.flock(self.lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+
+    def drop_lock(self):
+        """Closes the lock file: releases the writer's lock, unless a forked process shares it
+        (the child of a writer calls this to forget a lock that stays its parent's)."""
+        if self.lock_fd is not None:
+            os.close(self.lock_fd)
+            self.lock_fd = None
+
+    # -- generations -----------------------------------------------------------------------
+
+    def current_number(self):
+        """The current generation's number, or None."""
+        try:
+            fd = self._open("current", os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        try:
+            text = os.read(fd, 4096)
+        finally:
+            os.close(fd)
+        try:
+            return int(json.loads(text)["generation"])
+        except (ValueError, KeyError, TypeError):
+            return None
+
+    def open_generation(self, number, writable=False):
+        """The generation `number` mapped (read-only for a reader), or None if it is gone (a
+        newer one replaced it meanwhile) or not this index's copy."""
+        try:
+            fd = self._open("gen-%d" % number, os.O_RDWR if writable else os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        try:
+            return self._map(fd, number, writable)
+        finally:
+            os.close(fd)
+
+    def _map(self, fd, number, writable):
+        head = os.pread(fd, _HEADER.size, 0)
+        if len(head) < _HEADER.size:
+            raise ValueError("%s/gen-%d: truncated" % (self.path, number))
+        magic, _, _, _, _, _, offset, length, meta_length = _HEADER.unpack(head)
+        if magic != _GENERATION_MAGIC or offset % _PAGE or os.fstat(fd).st_size != offset + length:
+            raise ValueError("%s/gen-%d: not a shared filter's generation" % (self.path, number))
+        meta = json.loads(os.pread(fd, meta_length, _HEADER.size))
+        if meta.get("identity") != self.identity:
+            raise ValueError("%s holds the filter of %r, not of %r: give each index a path of its "
+                             "own" % (self.path, meta.get("identity"), self.identity))
+        if meta.get("boot_id") != self.boot_id:
+            return None  # a copy from before a reboot: its times mean nothing now
+        prot = mmap.PROT_READ | (mmap.PROT_WRITE if writable else 0)
+        flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+        header = mmap.mmap(fd, _HEADER.size, flags=mmap.MAP_SHARED, prot=prot)
+        data = mmap.mmap(fd, length, flags=flags, prot=prot, offset=offset)
+        return _Generation(number, header, data, meta, writable)
+
+    def new_generation(self, chunks, meta, refreshed_at, refreshed_wall, build):
+        """Writes the filter's bytes, given by `chunks` as (length of the whole, offset, bytes),
+        as the next generation, maps it for writing, makes its filter with build(mapping) (which
+        validates it) and only then makes it current: (generation, filter)."""
+        number = (self.current_number() or 0) + 1
+        meta = dict(meta, identity=self.identity, boot_id=self.boot_id)
+        meta_bytes = json.dumps(meta).encode()
+        offset = -(-(_HEADER.size + len(meta_bytes)) // _PAGE) * _PAGE
+        temporary = "tmp-%d-%d" % (os.getpid(), number)
+        fd = self._open(temporary, os.O_RDWR | os.O_EXCL, create=True)
+        try:
+            length, written = None, 0
+            for whole, at, piece in chunks:
+                if length is None:
+                    length = whole
+                    os.ftruncate(fd, offset + length)
+                if whole != length or at < 0 or at + len(piece) > length:
+                    raise ValueError("the filter's chunks do not make one value")
+                _write_all(fd, piece, offset + at)
+                written += len(piece)
+            if length is None or written != length:
+                raise ValueError("the filter's chunks do not make one value")
+            header = _HEADER.pack(_GENERATION_MAGIC, 0, refreshed_at, refreshed_wall, 0, os.getpid(),
+                                  offset, length, len(meta_bytes))
+            _write_all(fd, header + meta_bytes, 0)
+            generation = self._map(fd, number, writable=True)
+            f = build(generation.data)
+            os.rename(temporary, "gen-%d" % number, src_dir_fd=self.dir_fd, dst_dir_fd=self.dir_fd)
+        except BaseException:
+            try:
+                os.unlink(temporary, dir_fd=self.dir_fd)
+            except OSError:
+                pass
+            raise
+        finally:
+            os.close(fd)
+        self._publish(number)
+        return generation, f
+
+    def _publish(self, number):
+        temporary = "current.tmp-%d" % os.getpid()
+        fd = self._open(temporary, os.O_WRONLY | os.O_TRUNC, create=True)
+        try:
+            _write_all(fd, json.dumps({"generation": number}).encode(), 0)
+        finally:
+            os.close(fd)
+        os.replace(temporary, "current", src_dir_fd=self.dir_fd, dst_dir_fd=self.dir_fd)
+
+    def retire(self, generation):
+        """After another generation became current: tells its readers, and unlinks its file
+        (the memory goes with the last mapping)."""
+        header = generation.header
+        if not generation.writable:  # a new writer's: it mapped the dead writer's copy to read
+            try:
+                fd = self._open("gen-%d" % generation.number, os.O_RDWR)
+            except FileNotFoundError:
+                return
+            try:
+                header = mmap.mmap(fd, _HEADER.size, flags=mmap.MAP_SHARED,
+                                   prot=mmap.PROT_READ | mmap.PROT_WRITE)
+            finally:
+                os.close(fd)
+        at, wall, _, _ = _read_state(header)
+        _write_state(header, at, wall, 1)
+        self._unlink("gen-%d" % generation.number)
+
+    def _unlink(self, name):
+        try:
+            os.unlink(name, dir_fd=self.dir_fd)
+        except FileNotFoundError:
+            pass
+
+    def remove_leftovers(self, keep=None):
+        """Unlinks the files of generations other than `keep` and unfinished ones (a writer that
+        died): done by a new writer, which alone writes here."""
+        for name in os.listdir(self.dir_fd):
+            if name.startswith("tmp-") or name.startswith("current.tmp-") or (
+                    name.startswith("gen-") and name != "gen-%s" % keep):
+                self._unlink(name)
+
+    def close(self):
+        """Lets go of the locks; the last follower of the copy on the host removes its data."""
+        self.drop_lock()
+        if self.users_fd is not None:
+            os.close(self.users_fd)
+            self.users_fd = None
+        try:
+            fd = self._open("users", os.O_RDWR)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                pass  # other followers still use it
+            else:
+                # No follower left (a newcomer waits for this lock, then starts again).
+                self._unlink("current")
+                self.remove_leftovers()
+                self._unlink("lock")
+                self._unlink("users")
+                try:
+                    os.rmdir(self.path)
+                except OSError:
+                    pass  # files of someone else's making: left as they are
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
+        finally:
+            os.close(self.dir_fd)
+            self.dir_fd = None
+
+
+def _write_all(fd, data, offset):
+    view = memoryview(data).cast("B")
+    while view:
+        written = os.pwrite(fd, view, offset)
+        view, offset = view[written:], offset + written
+
+
+_IDENTITY = """
+SELECT pg_catalog.current_database(), d.oid::bigint, CURRENT_USER::text, n.nspname::text,
+       c.relname::text, pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname),
+       pg_catalog.current_setting('port'), pg_catalog.pg_backend_pid()
+  FROM pg_catalog.pg_class c
+  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+  JOIN pg_catalog.pg_database d ON d.datname = pg_catalog.current_database()
+ WHERE c.oid = %s::text::regclass
+"""
+
+# The filter in rows of _CHUNK_BYTES (the last one shorter): its length, the position of the
+# row's first byte (from 1) and the bytes; the value is made once (OFFSET 0 keeps the subquery
+# from being inlined into each row).
+_LOAD_CHUNKS = """
+SELECT pg_catalog.octet_length(s.v)::bigint, c.at::bigint,
+       pg_catalog.substr(s.v, c.at, %s::integer), pg_catalog.pg_backend_pid()
+  FROM (SELECT bloom_index_filter(%s::text::oid::regclass)::bytea AS v OFFSET 0) s
+ CROSS JOIN LATERAL pg_catalog.generate_series(1, pg_catalog.octet_length(s.v), %s::integer) AS c(at)
+"""
+_CHUNK_BYTES = 1 << 20
+
+# Followers alive in this process, set up again in a forked child.
+_shared_followers = weakref.WeakSet()
+
+
+def _after_fork_in_child():
+    for follower in list(_shared_followers):
+        try:
+            follower._after_fork()
+        except Exception:
+            _log.exception("shared follower of %s: could not set up after fork", follower.index_name)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+@atexit.register
+def _close_at_exit():
+    # So that the last process of the host to exit removes the files under /dev/shm.
+    for follower in list(_shared_followers):
+        if follower._pid == os.getpid():
+            try:
+                follower.close()
+            except Exception:
+                pass
+
+
+class SharedIndexFollower(_Index, _Connected):
+    """Follows a bloomfilter index with one copy of its filter per host (see the module's
+    documentation): IndexFollower's contains, contains_many, lag, is_fresh, filter, stats,
+    refresh and close, and its arguments, and:
+
+    path: the directory of the shared copy (None: under /dev/shm, named from the user and the
+    index's identity); every follower sharing it must follow the same index. timeout: seconds a
+    new follower waits for the writer's first copy before raising TimeoutError. conn is used to
+    learn the index's identity, then by the writer: a reader closes it once it has mapped the
+    copy, and opens another the same way if it takes over.
+
+    The index is the one index_name names when the follower starts, followed by its
+    schema-qualified name (index_name becomes that name). Only the writer checks the copy
+    against the index's capacity (the "capacity" event); every follower reports "reload" when it
+    maps a new generation, and "stale"/"fresh" by its own lag. writer says whether this
+    process is the writer now.
+    """
+
+    def __init__(self, conn, index_name, path=None, interval=0.1, background=True, max_lag=None,
+                 on_event=None, timeout=60.0):
+        self._init_connection(conn, interval)
+        self._init_index(index_name, max_lag, on_event)
+        self._connection_owner = self
+        self.name_given = index_name
+        self.writer = False
+        self._generation = None
+        self._store = None
+        self._role_lock = threading.Lock()
+        try:
+            if self._conn is None:
+                self._open()
+            else:
+                self._prepare_connection()
+            self._reload_reason = "start"
+            rows = self._query(_IDENTITY, [index_name])
+            if not rows:
+                raise LookupError("index %s not found" % index_name)
+            database, database_oid, role, schema, relation, qualified, server_port = map(_text, rows[0])
+            info = getattr(self._conn, "info", None)
+            identity = {"host": getattr(info, "host", None), "port": str(getattr(info, "port", "")),
+                        "server_port": server_port, "database": database,
+                        "database_oid": int(database_oid), "role": role, "schema": schema,
+                        "index": relation}
+            self.index_name = qualified
+            self._store = _Store(path or default_path(identity), identity)
+            self.path = self._store.path
+            deadline = time.monotonic() + timeout
+            while True:
+                if self._take_over():
+                    _Connected.refresh(self)
+                    break
+                if self._attach():
+                    break
+                if time.monotonic() > deadline:
+                    raise TimeoutError("shared follower of %s: no copy in %s after %s s, and "
+                                       "another process holds the writer's lock"
+                                       % (qualified, self.path, timeout))
+                time.sleep(min(interval, 0.05))
+            if not self.writer:
+                self._close_connection()  # a reader needs none until it takes over
+        except BaseException:
+            self._close_connection()
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+            raise
+        _shared_followers.add(self)
+        if background:
+            self.start()
+
+    def _followed(self):
+        return (self,)
+
+    @property
+    def _name(self):
+        return self.index_name
+
+    def __repr__(self):
+        return "<bloomfilter.shared follower of %s, %s, in %s>" % (
+            self.index_name, "writer" if self.writer else "reader", self.path)
+
+    # -- roles -----------------------------------------------------------------------------
+
+    def _take_over(self):
+        """Takes the writer's lock if it is free; a new writer reads the filter whole."""
+        with self._role_lock:
+            if self.writer:
+                return True
+            if self._closed or not self._store.try_lock():
+                return False
+            self.writer = True
+            self._lsn = None
+            if self._generation is not None:
+                self._reload_reason = "takeover"
+            self._store.remove_leftovers(keep=self._store.current_number())
+            return True
+
+    def refresh(self):
+        """The writer: brings the shared copy up to date (one query). A reader: takes the
+        writer's role if it is free, else takes in the writer's last refresh (and maps a new
+        generation if there is one)."""
+        if self._pid != os.getpid():  # forked where the at-fork handlers did not run
+            with follow._restart_lock:
+                if self._pid != os.getpid():
+                    self._after_fork()
+        if self._take_over():
+            return _Connected.refresh(self)
+        self._deferred_events(self._sync)
+
+    def _deferred_events(self, work):
+        # As _Connected.refresh: on_event is called once the lock is released.
+        with self._lock:
+            with self._flag_lock:
+                self._deferred = []
+            try:
+                work()
+            finally:
+                with self._flag_lock:
+                    events, self._deferred = self._deferred, None
+        for event, info in events:
+            self._call(event, info)
+
+    # -- a reader --------------------------------------------------------------------------
+
+    def _attach(self):
+        """Maps the current generation if it is not the one mapped: True when one is mapped."""
+        number = self._store.current_number()
+        if number is None:
+            return False
+        if self._generation is not None and self._generation.number == number:
+            return True
+        generation = self._store.open_generation(number)
+        if generation is None:
+            return False
+        meta = generation.meta
+        oid, key_type, transform = _key_rules_of(self.index_name, meta["describe"])
+        f = _mapped_filter(generation.data)
+        self._generation = generation
+        self._state = (f, key_type, transform)
+        self._oid, self._lsn = oid, None
+        self._reload_reason = meta.get("reason", "reload")
+        self._loaded(f, len(generation.data))
+        at, wall, _, _ = generation.read()
+        self._refreshed(at, wall)
+        return True
+
+    def _sync(self):
+        generation = self._generation
+        if generation is not None:
+            at, wall, retired, _ = generation.read()
+            if retired:
+                try:
+                    self._attach()
+                except Exception as error:
+                    self.last_error = error
+            elif at > self._refreshed_at:
+                self._refreshed(at, wall)
+        else:
+            self._attach()
+        if self.max_lag is not None and self._refreshed_at is not None and self.lag > self.max_lag:
+            if self.last_error is None:
+                self.last_error = RuntimeError("the writer of the shared copy has not refreshed "
+                                               "it for %.1f s" % self.lag)
+            self._stale()
+
+    # -- the writer ------------------------------------------------------------------------
+
+    def _load(self):
+        if not self.writer:
+            raise AssertionError("only the writer reads the filter")
+        started, wall = time.monotonic(), time.time()
+        reason = self._reload_reason or "reload"
+        answers = []
+
+        def query(sql, parameters):
+            rows = self._query(sql, parameters)
+            answers.append(_plain(rows))
+            return rows
+
+        oid, key_type, transform = _Index._describe(_Describing(self.index_name, query))
+        (lsn,), = self._query(_CURRENT_LSN, [])
+        # The readers take the key rules from the same rows (_key_rules_of).
+        meta = {"describe": answers, "reason": reason}
+        self.last_rows = self.last_bytes = 0
+        chunks = self._chunks(oid)
+        try:
+            generation, f = self._store.new_generation(chunks, meta, started, wall, _mapped_filter)
+        except BaseException:
+            # A query left unread midway leaves its connection busy: the next refresh opens
+            # another (and reads the filter whole).
+            chunks.close()
+            self._close_connection()
+            raise
+        old, self._generation = self._generation, generation
+        self._state = (f, key_type, transform)
+        self._oid, self._lsn = oid, _text(lsn)
+        if old is not None:
+            self._store.retire(old)
+        self._loaded(f, self.last_bytes)
+
+    def _chunks(self, oid):
+        """bloom_index_filter(oid) as (its length, offset, bytes) of _CHUNK_BYTES, from one
+        query, each row written to the generation as it comes (psycopg 3: one row at a time).
+        libpq keeps its input buffer as large as the largest message it received until the
+        connection closes: the whole value in one row would leave the writer holding as much
+        again as the shared copy (twice that in text format)."""
+        self.queries += 1
+        cursor = self._conn.cursor()
+        parameters = [_CHUNK_BYTES, oid, _CHUNK_BYTES]
+        if hasattr(cursor, "stream"):
+            rows = cursor.stream(_LOAD_CHUNKS, parameters, binary=True)
+        else:
+            cursor.execute(_LOAD_CHUNKS, parameters)
+            rows = (row for batch in iter(lambda: cursor.fetchmany(8), []) for row in batch)
+        try:
+            for row in rows:
+                (length, at, piece), = follow._session_rows(self, [row])
+                self.last_rows += 1
+                self.last_bytes += len(piece)
+                yield length, at - 1, piece
+        finally:
+            cursor.close()
+
+    def _refreshed(self, started, wall):
+        _Index._refreshed(self, started, wall)
+        generation = self._generation
+        if self.writer and generation is not None and generation.writable:
+            generation.write(started, wall)
+
+    def stats(self):
+        """IndexFollower's stats(), and writer (this process is the writer), generation and
+        path."""
+        stats = _Index.stats(self)
+        stats.update(writer=self.writer, path=self.path,
+                     generation=None if self._generation is None else self._generation.number)
+        return stats
+
+    # -- the process -----------------------------------------------------------------------
+
+    def _after_fork(self):
+        # The child shares the parent's open lock file, hence its lock: it forgets it (closing
+        # its copy, which leaves the parent's lock held) and is a reader of the parent's mapping.
+        self._role_lock = threading.Lock()
+        self.writer = False
+        if self._store is not None:
+            self._store.drop_lock()
+        _Connected._after_fork(self)
+
+    def close(self):
+        """Stops the thread and closes the connection; lets another process be the writer; the
+        last follower of the copy on the host removes its files. contains() still answers from
+        the mapping (going stale as IndexFollower's does after close)."""
+        _Connected.close(self)
+        with self._role_lock:
+            self.writer = False
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+
+
+class _Describing:
+    """What IndexFollower's _describe reads of a follower: the index's name and its queries."""
+
+    def __init__(self, index_name, query):
+        self.index_name = index_name
+        self._query = query
+
+
+def _key_rules_of(index_name, answers):
+    """(OID, key type, key transform) of an index, from the rows the writer's _describe read
+    (its queries answered again in the same order, with no connection)."""
+    answers = list(answers)
+
+    def query(sql, parameters):
+        if not answers:
+            raise ValueError("the shared copy's description of %s is incomplete" % index_name)
+        return answers.pop(0)
+
+    return _Index._describe(_Describing(index_name, query))
+
+
+def _plain(rows):
+    """Query rows as JSON lists (text columns as str)."""
+    if rows is None:
+        return None
+    return [[_text(value) for value in row] for row in rows]

@@ -1,0 +1,610 @@
+"""SharedIndexFollower: processes following one index through one shared copy. Every committed
+key answers True in every process within the lag bound, and no process ever answers False for a
+key committed before what its answers are as of, across a rebuild (REINDEX), a growth (a new
+layer), the writer's SIGKILL (another process takes over) and a PostgreSQL restart; a reader
+stale past max_lag answers True; a directory or file another user could reach is refused."""
+
+import multiprocessing
+import os
+import signal
+import stat
+import threading
+import time
+import uuid
+
+import psycopg
+import pytest
+
+from bloomfilter.shared import SharedIndexFollower
+
+from clusters import Cluster
+import shared_workers
+
+pytestmark = pytest.mark.server
+
+INTERVAL = 0.05
+MAX_LAG = 1.5
+
+
+def make_index(conn, grows=False, rows=2000):
+    table = "users_%s" % uuid.uuid4().hex[:10]
+    conn.execute("CREATE TABLE %s (email text NOT NULL)" % table)
+    options = "capacity = 4000, error_rate = 0.01, expansion = 2" if grows else "capacity = 200000, expansion = 0"
+    conn.execute("CREATE INDEX %s_bloom ON %s USING bloomfilter (email) WITH (%s)" % (table, table, options))
+    conn.execute("INSERT INTO %s SELECT 'user' || i || '@mail.com' FROM generate_series(1, %d) i"
+                 % (table, rows))
+    return table, table + "_bloom"
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    c = Cluster("shared")
+    with psycopg.connect(c.dsn(), autocommit=True) as admin:
+        admin.execute("CREATE EXTENSION bloomfilter")
+    yield c
+    c.remove()
+
+
+class Workers:
+    """Processes (multiprocessing, spawn) each running shared_workers.run."""
+
+    def __init__(self, dsn, index, path):
+        self.args = (dsn, index, path, INTERVAL, MAX_LAG)
+        self.context = multiprocessing.get_context("spawn")
+        self.workers = {}   # pid: (process, pipe)
+        self.committed = {}
+
+    def start(self, count=1):
+        for _ in range(count):
+            mine, theirs = self.context.Pipe()
+            process = self.context.Process(target=shared_workers.run, args=(theirs,) + self.args,
+                                           daemon=True)
+            process.start()
+            assert mine.poll(60), "a worker did not start"
+            _, pid, _ = mine.recv()
+            self.workers[pid] = (process, mine)
+            if self.committed:
+                self.call(pid, "commit", self.committed)
+
+    def call(self, pid, command, argument=None):
+        _, pipe = self.workers[pid]
+        pipe.send((command, argument))
+        assert pipe.poll(60), "worker %d did not answer %s" % (pid, command)
+        return pipe.recv()
+
+    def commit(self, keys_at):
+        self.committed.update(keys_at)
+        for pid in self.workers:
+            self.call(pid, "commit", keys_at)
+
+    def writers(self):
+        return [pid for pid in self.workers if self.call(pid, "ask", [])[2]]
+
+    def kill(self, pid):
+        process, pipe = self.workers.pop(pid)
+        os.kill(pid, signal.SIGKILL)
+        process.join(10)
+        pipe.close()
+
+    def wait_all_true(self, since, timeout):
+        """Waits until every worker's answers are as of a time after `since` (time.monotonic()),
+        then asserts every committed key answers True there; the seconds it took."""
+        deadline = time.monotonic() + timeout
+        keys = list(self.committed)
+        for pid in self.workers:
+            while True:
+                as_of, answers, _, stats = self.call(pid, "ask", keys)
+                if as_of is not None and as_of > since:
+                    missing = [k for k, a in zip(keys, answers) if not a]
+                    assert not missing, (pid, missing[:5], stats)
+                    break
+                assert time.monotonic() < deadline, ("worker %d still as of %.2f s before the "
+                                                     "commits" % (pid, since - as_of), stats)
+                time.sleep(INTERVAL)
+        return time.monotonic() - since
+
+    def stop(self):
+        results = {}
+        for pid in list(self.workers):
+            results[pid] = self.call(pid, "stop")
+            process, _ = self.workers.pop(pid)
+            process.join(10)
+        return results
+
+
+def insert(dsn, table, keys):
+    """Commits the keys; {key: time.monotonic() once COMMIT had returned}."""
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("INSERT INTO %s SELECT unnest(%%s::text[])" % table, [keys])
+    at = time.monotonic()
+    return {key: at for key in keys}
+
+
+def test_processes_share_one_copy_through_rebuild_growth_kill_and_restart(cluster, tmp_path):
+    """Three worker processes follow a growing index through one shared copy while their
+    threads check every committed key without pause; then a REINDEX, a new layer, the writer's
+    SIGKILL (a survivor takes over, a new worker joins) and a PostgreSQL restart. No answer is
+    ever a false negative, and after each every committed key answers True within the bound."""
+    dsn = cluster.dsn()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        table, index = make_index(conn, grows=True, rows=2000)
+        layers = lambda: conn.execute("SELECT count(*) FROM bloom_index_layers(%s)", [index]).fetchone()[0]
+        workers = Workers(dsn, index, str(tmp_path / "share"))
+        initial = {"user%d@mail.com" % i: time.monotonic() for i in range(1, 2001)}
+        workers.committed.update(initial)
+        workers.start(3)
+        try:
+            assert len(workers.writers()) == 1
+            bound = MAX_LAG + 2.0
+
+            def round_(tag, count=50):
+                keys = ["%s%d.%s@mail.com" % (tag, i, uuid.uuid4().hex[:6]) for i in range(count)]
+                at = insert(dsn, table, keys)
+                workers.commit(at)
+                return workers.wait_all_true(max(at.values()), bound)
+
+            lags = [round_("a")]
+            # A rebuild: another filter under the name, a new generation.
+            conn.execute("REINDEX INDEX %s" % index)
+            lags.append(round_("rebuilt"))
+            # Growth: inserts past layer 0's capacity add a layer, a new generation.
+            before = layers()
+            while layers() == before:
+                at = insert(dsn, table, ["grow%s@mail.com" % uuid.uuid4().hex for _ in range(500)])
+                workers.commit(at)
+            lags.append(round_("grown"))
+            # The writer's SIGKILL: a survivor takes over; a new worker (a restarted one) joins.
+            writer, = workers.writers()
+            workers.kill(writer)
+            lags.append(round_("killed"))
+            workers.start(1)
+            new_writers = workers.writers()
+            assert len(new_writers) == 1 and new_writers != [writer]
+            lags.append(round_("joined"))
+            # PostgreSQL restarts: every follower goes stale (answering True), then the writer
+            # reconnects and reads the filter whole.
+            cluster.stop()
+            time.sleep(MAX_LAG + 0.5)
+            cluster.start()
+            lags.append(round_("restarted", 20))
+            assert max(lags) < bound
+        finally:
+            results = workers.stop()
+    generations = set()
+    for pid, (examples, false_negatives, checks, rounds, seen) in results.items():
+        assert false_negatives == 0, (pid, examples)
+        assert rounds > 50 and checks > 10000, (pid, rounds, checks)
+        generations.update(seen)
+    # The first load, the rebuild, the layer, the takeover and the reconnection.
+    assert len(generations) >= 5, generations
+
+
+def test_stale_reader_answers_true_and_takes_over(conn, dsn, tmp_path):
+    """A reader whose writer stops refreshing (it holds the lock but refreshes no more) answers
+    True past max_lag and is not fresh; once the writer closes, the reader takes over."""
+    table, index = make_index(conn)
+    path = str(tmp_path / "share")
+    writer = SharedIndexFollower(dsn, index, path=path, background=False)
+    reader = SharedIndexFollower(dsn, index, path=path, background=False, max_lag=0.3)
+    try:
+        assert writer.writer and not reader.writer
+        assert reader._conn is None  # a reader keeps no connection
+        ghosts = [g for g in ("ghost%d@mail.com" % i for i in range(200)) if not reader.contains(g)]
+        assert len(ghosts) > 150
+        conn.execute("INSERT INTO %s VALUES ('late@mail.com')" % table)
+        time.sleep(0.5)
+        reader.refresh()            # the lock is held: it stays a reader, as of the writer's load
+        assert not reader.writer and not reader.is_fresh()
+        assert all(reader.contains(g) for g in ghosts)     # stale: "maybe"
+        assert reader.contains("late@mail.com")
+        writer.refresh()
+        reader.refresh()
+        assert reader.is_fresh() and reader.contains("late@mail.com")
+        assert not all(reader.contains(g) for g in ghosts)
+        writer.close()
+        reader.refresh()            # the lock is free: it takes over, reading the filter whole
+        assert reader.writer and reader.is_fresh()
+        assert reader.stats()["generation"] == 2
+        assert reader.contains("late@mail.com")
+    finally:
+        writer.close()
+        reader.close()
+    assert not os.path.exists(path)  # the last one removed the copy
+
+
+def test_forked_child_is_a_reader_of_the_same_mapping(conn, dsn, tmp_path):
+    table, index = make_index(conn)
+    follower = SharedIndexFollower(dsn, index, path=str(tmp_path / "share"), interval=INTERVAL)
+    try:
+        assert follower.writer
+        read, write = os.pipe()
+        child = os.fork()
+        if child == 0:
+            code = 1
+            try:
+                conn2 = psycopg.connect(dsn, autocommit=True)
+                conn2.execute("INSERT INTO %s VALUES ('child@mail.com')" % table)
+                conn2.close()
+                at = time.monotonic()
+                deadline = at + 5
+                while follower._refreshed_at < at and time.monotonic() < deadline:
+                    time.sleep(INTERVAL)
+                os.write(write, b"%d %d" % (follower.writer, follower.contains("child@mail.com")))
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write)
+        _, status = os.waitpid(child, 0)
+        report = os.read(read, 100).decode().split()
+        os.close(read)
+        assert status == 0 and report == ["0", "1"], (status, report)
+        assert follower.writer and follower.contains("child@mail.com")
+    finally:
+        follower.close()
+
+
+def test_refuses_what_another_user_could_reach(conn, dsn, tmp_path):
+    table, index = make_index(conn, rows=10)
+    target = tmp_path / "elsewhere"
+    target.mkdir(mode=0o700)
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    with pytest.raises(PermissionError, match="symbolic link"):
+        SharedIndexFollower(dsn, index, path=str(link), background=False)
+    open_dir = tmp_path / "open"
+    open_dir.mkdir()
+    open_dir.chmod(0o755)
+    with pytest.raises(PermissionError, match="other users"):
+        SharedIndexFollower(dsn, index, path=str(open_dir), background=False)
+    # Files planted in a directory that is ours: a symbolic link, a file others may read.
+    planted = tmp_path / "planted"
+    planted.mkdir(mode=0o700)
+    (planted / "lock").symlink_to(target / "lock")
+    with pytest.raises(PermissionError, match="symbolic link"):
+        SharedIndexFollower(dsn, index, path=str(planted), background=False)
+    readable = tmp_path / "readable"
+    readable.mkdir(mode=0o700)
+    (readable / "users").touch(mode=0o644)
+    os.chmod(readable / "users", 0o644)
+    with pytest.raises(PermissionError, match="other users"):
+        SharedIndexFollower(dsn, index, path=str(readable), background=False)
+    if os.geteuid() == 0:
+        theirs = tmp_path / "theirs"
+        theirs.mkdir(mode=0o700)
+        os.chown(theirs, 65534, 65534)
+        with pytest.raises(PermissionError, match="belongs to uid 65534"):
+            SharedIndexFollower(dsn, index, path=str(theirs), background=False)
+    # Its own directory and files: the user's alone.
+    mine = tmp_path / "mine"
+    with SharedIndexFollower(dsn, index, path=str(mine), background=False) as follower:
+        assert follower.contains("user1@mail.com")
+        assert stat.S_IMODE(os.stat(mine).st_mode) == 0o700
+        for name in os.listdir(mine):
+            st = os.stat(mine / name)
+            assert stat.S_IMODE(st.st_mode) == 0o600 and st.st_uid == os.geteuid(), name
+
+
+def test_default_path_is_per_index_and_user(conn, dsn):
+    table, index = make_index(conn, rows=10)
+    table2, index2 = make_index(conn, rows=10)
+    with SharedIndexFollower(dsn, index, background=False) as a, \
+            SharedIndexFollower(dsn, index2, background=False) as b, \
+            SharedIndexFollower(dsn, "public." + index, background=False) as c:
+        assert a.path.startswith("/dev/shm/bloomfilter-%d-" % os.geteuid())
+        assert a.path != b.path and a.path == c.path
+        assert a.writer and b.writer and not c.writer
+        assert c.index_name == "public." + index
+    assert not os.path.exists(a.path) and not os.path.exists(b.path)
+
+
+def test_a_path_shared_by_two_indexes_is_refused(conn, dsn, tmp_path):
+    _, index = make_index(conn, rows=10)
+    _, index2 = make_index(conn, rows=10)
+    path = str(tmp_path / "share")
+    with SharedIndexFollower(dsn, index, path=path, background=False):
+        with pytest.raises(ValueError, match="give each index a path of its own"):
+            SharedIndexFollower(dsn, index2, path=path, background=False, timeout=1)
+
+
+@pytest.mark.parametrize("grows", [False, True], ids=["fixed", "layered"])
+def test_a_reader_between_every_step_of_a_new_generation(conn, dsn, tmp_path, monkeypatch, grows):
+    """A reader takes in the writer's state, and a new follower starts, between every two steps
+    of the writing and publication of a new generation (REINDEX CONCURRENTLY, then, for an index
+    that grows, a new layer): every committed key answers True at every step, from the old
+    generation until the new one is complete and named."""
+    import bloomfilter.shared as shared
+    table, index = make_index(conn, grows=grows, rows=3000)
+    path = str(tmp_path / "share")
+    writer = SharedIndexFollower(dsn, index, path=path, background=False)
+    reader = SharedIndexFollower(dsn, index, path=path, background=False, max_lag=60)
+    committed = ["user%d@mail.com" % i for i in range(1, 3001)]
+    steps = []
+
+    def look(step):
+        # The reader, and a follower starting now (which maps whatever generation is named).
+        reader.refresh()
+        with SharedIndexFollower(dsn, index, path=path, background=False, timeout=5) as starting:
+            for follower in (reader, starting):
+                missing = [key for key in committed if not follower.contains(key)]
+                steps.append((step, follower.stats()["generation"], len(missing)))
+                assert not missing, (step, missing[:3], steps)
+
+    def watched(step, function):
+        def wrapper(*args, **kwargs):
+            look("before " + step)
+            result = function(*args, **kwargs)
+            look("after " + step)
+            return result
+        return wrapper
+
+    monkeypatch.setattr(shared, "_write_all", watched("write", shared._write_all))
+    monkeypatch.setattr(shared._Store, "_publish", watched("publish", shared._Store._publish))
+    monkeypatch.setattr(shared._Store, "retire", watched("retire", shared._Store.retire))
+    try:
+        # Another index under the name (a fixed-size index rebuilt in place keeps its layout, and
+        # its pages are written into the generation as any changed page).
+        conn.execute("REINDEX INDEX CONCURRENTLY %s" % index)
+        writer.refresh()
+        assert writer.stats()["generation"] == 2
+        look("rebuilt")
+        if not grows:
+            assert reader.stats()["generation"] == 2
+            return
+        layers = lambda: conn.execute("SELECT count(*) FROM bloom_index_layers(%s)", [index]).fetchone()[0]
+        before = layers()
+        while layers() == before:
+            keys = ["grow%s@mail.com" % uuid.uuid4().hex for _ in range(1000)]
+            conn.execute("INSERT INTO %s SELECT unnest(%%s::text[])" % table, [keys])
+            writer.refresh()
+            committed.extend(keys)
+        look("grown")
+        assert reader.stats()["generation"] == writer.stats()["generation"] >= 3
+        assert reader.reloads >= 3 and len(steps) > 10
+    finally:
+        writer.close()
+        reader.close()
+
+
+def _ask(port, email):
+    import urllib.request
+    with urllib.request.urlopen("http://127.0.0.1:%d/?%s" % (port, email), timeout=5) as response:
+        pid, answer, writer = response.read().decode().split()
+        return int(pid), answer == "1", writer == "1"
+
+
+def _ask_every_worker(port, email, workers, timeout=15):
+    """{worker pid: (answers, writer)} once `workers` workers have answered."""
+    import concurrent.futures
+    answers = {}
+    deadline = time.monotonic() + timeout
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        while len(answers) < workers and time.monotonic() < deadline:
+            for pid, answer, writer in pool.map(lambda _: _ask(port, email), range(24)):
+                answers.setdefault(pid, ([], writer))[0].append(answer)
+    assert len(answers) >= workers, answers
+    return answers
+
+
+@pytest.mark.parametrize("preload", [True, False], ids=["preload", "no-preload"])
+def test_gunicorn_workers_share_one_copy(conn, dsn, tmp_path, preload):
+    """gunicorn, 3 workers, with and without --preload: one writer (the master when preloaded,
+    else one worker), every worker answers from the shared copy; a worker killed (the writer,
+    without --preload) is restarted, and every worker finds a new key within the bound."""
+    pytest.importorskip("gunicorn")
+    import socket
+    import subprocess
+    import sys
+    table, index = make_index(conn)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, BLOOM_DSN=dsn, BLOOM_INDEX=index, BLOOM_INTERVAL=str(INTERVAL),
+               BLOOM_SHARED=str(tmp_path / "share"), BLOOM_MAX_LAG=str(MAX_LAG),
+               PYTHONPATH=os.pathsep.join([os.path.dirname(here), here]))
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn"] + (["--preload"] if preload else []) +
+        ["--workers", "3", "--bind", "127.0.0.1:%d" % port, "--log-level", "warning",
+         "wsgi_follower:app"], env=env, cwd=here, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                _ask(port, "user1@mail.com")
+                break
+            except OSError:
+                assert server.poll() is None, "gunicorn exited"
+                assert time.monotonic() < deadline, "gunicorn did not answer"
+                time.sleep(0.1)
+        before = _ask_every_worker(port, "user1@mail.com", 3)
+        assert all(all(answers) for answers, _ in before.values()), before
+        writers = [pid for pid, (_, writer) in before.items() if writer]
+        assert len(writers) == (0 if preload else 1), before  # preloaded: the master writes
+
+        def new_key_everywhere(round_):
+            email = next(e for e in ("new%d.%d.%s@mail.com" % (round_, i, uuid.uuid4().hex[:6])
+                                     for i in range(100))
+                         if not conn.execute("SELECT bloom_index_contains(%s, %s)", [index, e]).fetchone()[0])
+            conn.execute("INSERT INTO %s VALUES (%%s)" % table, [email])
+            time.sleep(MAX_LAG + 1.0)
+            after = _ask_every_worker(port, email, 3)
+            assert all(all(answers) for answers, _ in after.values()), after
+            return after
+
+        new_key_everywhere(0)
+        victim = writers[0] if writers else sorted(before)[0]
+        os.kill(victim, signal.SIGKILL)
+        after = new_key_everywhere(1)
+        assert victim not in after and len(after) >= 3, after
+        if not preload:
+            assert sum(writer for _, writer in after.values()) <= 1, after
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+
+
+@pytest.mark.parametrize("driver", ["psycopg", "psycopg2"])
+def test_a_filter_of_several_chunks_is_the_servers_value(conn, dsn, tmp_path, driver):
+    """The writer reads the filter in rows of 1 MB (so that libpq does not keep a buffer of
+    the filter's size): a 3.6 MB filter read through either driver is the server's value."""
+    import bloomfilter.shared as shared
+    table = "users_%s" % uuid.uuid4().hex[:10]
+    conn.execute("CREATE TABLE %s (email text NOT NULL)" % table)
+    conn.execute("CREATE INDEX %s_bloom ON %s USING bloomfilter (email) WITH (capacity = 3000000, "
+                 "expansion = 0)" % (table, table))
+    conn.execute("INSERT INTO %s SELECT 'user' || i || '@mail.com' FROM generate_series(1, 5000) i" % table)
+    if driver == "psycopg":
+        connect = lambda: psycopg.connect(dsn, autocommit=True)
+    else:
+        psycopg2 = pytest.importorskip("psycopg2")
+        connect = lambda: psycopg2.connect(dsn)
+    with SharedIndexFollower(connect, table + "_bloom", path=str(tmp_path / "share"),
+                             background=False) as follower:
+        value = conn.execute("SELECT bloom_index_filter(%s)::bytea", [table + "_bloom"]).fetchone()[0]
+        assert len(value) > 3 * shared._CHUNK_BYTES
+        assert follower.last_rows == 4 and follower.filter.to_bytes() == value
+        assert all(follower.contains("user%d@mail.com" % i) for i in range(1, 5001))
+
+
+def test_the_last_process_to_exit_removes_the_copy(conn, dsn, tmp_path):
+    """A process that exits without closing its follower (atexit closes it): the last one
+    removes the directory; the readers answered from a mapping, not a copy."""
+    import mmap
+    import subprocess
+    import sys
+    _, index = make_index(conn, rows=10)
+    path = str(tmp_path / "share")
+    program = ("import sys; sys.path.insert(0, %r)\n"
+               "from bloomfilter.shared import SharedIndexFollower\n"
+               "f = SharedIndexFollower(%r, %r, path=%r)\n"
+               "assert f.contains('user1@mail.com')\n"
+               % (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), dsn, index, path))
+    with SharedIndexFollower(dsn, index, path=path, background=False) as follower:
+        assert isinstance(follower.filter._data, mmap.mmap)
+        subprocess.run([sys.executable, "-c", program], check=True, timeout=60)
+        assert os.path.exists(os.path.join(path, "current"))  # this process still follows
+    subprocess.run([sys.executable, "-c", program], check=True, timeout=60)
+    assert not os.path.exists(path)
+
+
+def test_what_a_writer_killed_mid_write_leaves(conn, dsn, tmp_path):
+    """A writer killed while it wrote a generation leaves a temporary file, or its header's
+    fields half-changed (the sequence number odd): the next writer removes the first, and a
+    reader takes the second as retired and as of no time (stale), never spinning on it."""
+    import bloomfilter.shared as shared
+    _, index = make_index(conn, rows=10)
+    path = tmp_path / "share"
+    first = SharedIndexFollower(dsn, index, path=str(path), background=False, max_lag=1)
+    reader = SharedIndexFollower(dsn, index, path=str(path), background=False, max_lag=1)
+    try:
+        fd = os.open(path / "tmp-999999-2", os.O_CREAT | os.O_WRONLY, 0o600)
+        os.write(fd, b"half a generation")
+        os.close(fd)
+        # The writer dies in the middle of publishing its refresh.
+        header = first._generation.header
+        seq, = shared._SEQ.unpack_from(header, 8)
+        shared._SEQ.pack_into(header, 8, seq + 1)
+        first._store.drop_lock()
+        first.writer = False
+        assert reader._generation.read()[2] == 1  # retired: look for a newer generation
+        reader.refresh()                          # takes over: a new generation, leftovers gone
+        assert reader.writer and reader.stats()["generation"] == 2
+        assert sorted(os.listdir(path)) == ["current", "gen-2", "lock", "users"]
+        assert reader.is_fresh() and reader.contains("user1@mail.com")
+    finally:
+        first.close()
+        reader.close()
+
+
+def test_a_follower_starting_while_the_last_one_removes_the_copy(conn, dsn, tmp_path, monkeypatch):
+    """The last follower removes the directory while another starts (it waited for the lock
+    the last one held): the new one starts again in a new directory."""
+    import bloomfilter.shared as shared
+    _, index = make_index(conn, rows=10)
+    path = str(tmp_path / "share")
+    last = SharedIndexFollower(dsn, index, path=path, background=False)
+    entered = []
+    enter = shared._Store._enter
+
+    def closing_meanwhile(store):
+        if not entered:  # the first try: the last follower goes between its open and its lock
+            entered.append(True)
+            real_flock = shared.fcntl.flock
+
+            def flock(fd, operation):
+                if operation == shared.fcntl.LOCK_SH:
+                    monkeypatch.setattr(shared.fcntl, "flock", real_flock)
+                    last.close()
+                return real_flock(fd, operation)
+            monkeypatch.setattr(shared.fcntl, "flock", flock)
+        return enter(store)
+
+    monkeypatch.setattr(shared._Store, "_enter", closing_meanwhile)
+    with SharedIndexFollower(dsn, index, path=path, background=False) as follower:
+        assert follower.writer and follower.contains("user1@mail.com")
+        assert sorted(os.listdir(path)) == ["current", "gen-1", "lock", "users"]
+    assert not os.path.exists(path)
+
+
+def test_a_load_failing_midway_leaves_the_current_generation(conn, dsn, tmp_path, monkeypatch):
+    """The writer's whole read fails after its first rows: no new generation is named, the
+    readers keep answering from the current one, and the next refresh reads it whole again on a
+    new connection."""
+    import bloomfilter.shared as shared
+    table = "users_%s" % uuid.uuid4().hex[:10]
+    conn.execute("CREATE TABLE %s (email text NOT NULL)" % table)
+    conn.execute("CREATE INDEX %s_bloom ON %s USING bloomfilter (email) WITH (capacity = 3000000, "
+                 "expansion = 0)" % (table, table))
+    conn.execute("INSERT INTO %s SELECT 'user' || i || '@mail.com' FROM generate_series(1, 3000) i" % table)
+    index = table + "_bloom"
+    path = str(tmp_path / "share")
+    writer = SharedIndexFollower(dsn, index, path=path, background=False)
+    reader = SharedIndexFollower(dsn, index, path=path, background=False)
+    try:
+        real = shared._write_all
+        calls = []
+
+        def failing(fd, data, offset):
+            calls.append(offset)
+            if len(calls) == 2:
+                raise OSError(28, "No space left on device")
+            return real(fd, data, offset)
+
+        monkeypatch.setattr(shared, "_write_all", failing)
+        conn.execute("REINDEX INDEX CONCURRENTLY %s" % index)
+        with pytest.raises(OSError):
+            writer.refresh()
+        monkeypatch.setattr(shared, "_write_all", real)
+        reader.refresh()
+        assert reader.stats()["generation"] == 1 and reader.contains("user1@mail.com")
+        assert sorted(os.listdir(path)) == ["current", "gen-1", "lock", "users"]
+        writer.refresh()
+        reader.refresh()
+        assert writer.stats()["generation"] == reader.stats()["generation"] == 2
+        assert writer.reconnects == 2
+        assert all(reader.contains("user%d@mail.com" % i) for i in range(1, 3001))
+    finally:
+        writer.close()
+        reader.close()
+
+
+def test_readers_apply_the_key_rules_the_writer_read(conn, dsn, tmp_path):
+    """A reader has no connection: it takes the index's key rules (an expression, a multicolumn
+    key) from the rows the writer's description of the index read."""
+    table = "users_%s" % uuid.uuid4().hex[:10]
+    conn.execute("CREATE TABLE %s (tenant_id bigint NOT NULL, email text NOT NULL)" % table)
+    conn.execute("CREATE INDEX %s_lower ON %s USING bloomfilter (lower(email))" % (table, table))
+    conn.execute("CREATE INDEX %s_pair ON %s USING bloomfilter (tenant_id, email)" % (table, table))
+    conn.execute("INSERT INTO %s SELECT i %% 7, 'User' || i || '@mail.com' FROM generate_series(1, 500) i"
+                 % table)
+    for suffix, present, absent in (
+            ("_lower", ["user%d@mail.com" % i for i in range(1, 501)], "user999@mail.com"),
+            ("_pair", [(i % 7, "User%d@mail.com" % i) for i in range(1, 501)], (1, "User999@mail.com"))):
+        path = str(tmp_path / suffix)
+        with SharedIndexFollower(dsn, table + suffix, path=path, background=False) as writer, \
+                SharedIndexFollower(dsn, table + suffix, path=path, background=False) as reader:
+            assert writer.writer and not reader.writer and reader._conn is None
+            assert all(reader.contains_many(present)) and all(map(reader.contains, present))
+            assert reader._state[1:] and writer.contains(absent) == reader.contains(absent)
+            with pytest.raises(TypeError):
+                reader.contains(5 if suffix == "_lower" else ("x", "y"))
