@@ -51,24 +51,11 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use BloomfilterTAP;
 
-my $sharedir = `pg_config --sharedir`;
-chomp $sharedir;
-plan skip_all => "Citus is not installed ($sharedir/extension/citus.control): test/citus.sh installs it"
-	unless -f "$sharedir/extension/citus.control";
+my ($coordinator, @workers) = citus_cluster('128MB');
+my %by_port = map { ($_->port => $_) } @workers;
 
 my $rows = 10_000;
 my $shards = 8;
-
-# Citus reaches the nodes, the coordinator included, over TCP on loopback (the test's nodes listen
-# on a Unix socket only by default; initdb -A trust trusts 127.0.0.1 too), without TLS: Citus's
-# default node_conninfo, sslmode=require, would have CREATE EXTENSION citus turn ssl on with a
-# self-signed certificate in each data directory. Multi-shard writes use two-phase commit.
-my @settings = (q{shared_preload_libraries = 'citus'}, 'max_prepared_transactions = 100',
-	q{listen_addresses = '127.0.0.1'}, q{citus.node_conninfo = 'sslmode=disable'}, 'shared_buffers = 128MB');
-my $coordinator = new_node('coordinator', \@settings);
-my %worker = map { ($_ => new_node($_, \@settings)) } qw(worker1 worker2);
-my @workers = map { $worker{$_} } sort keys %worker;
-my %by_port = map { ($_->port => $_) } @workers;
 
 # psql on NODE with VERBOSITY=verbose, as USER (the bootstrap superuser unless given): (SQLSTATE
 # of the first error or 'none', stdout, stderr).
@@ -87,9 +74,6 @@ sub answer {
 	return $code eq 'none' ? $stdout : "$code: $stderr";
 }
 
-$_->safe_psql('postgres', 'CREATE EXTENSION citus') for $coordinator, @workers;
-$coordinator->safe_psql('postgres', "SELECT citus_set_coordinator_host('127.0.0.1', " . $coordinator->port . ')');
-$coordinator->safe_psql('postgres', "SELECT citus_add_node('127.0.0.1', " . $_->port . ')') for @workers;
 is($coordinator->safe_psql('postgres',
 		q{SELECT string_agg(nodeport::text, ' ' ORDER BY nodeport) FROM pg_dist_node WHERE groupid > 0 AND isactive AND hasmetadata}),
 	join(' ', sort { $a <=> $b } map { $_->port } @workers), 'Citus: two active workers, their metadata synced');

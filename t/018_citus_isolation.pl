@@ -23,20 +23,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use BloomfilterTAP;
 
-my $sharedir = `pg_config --sharedir`;
-chomp $sharedir;
-plan skip_all => "Citus is not installed ($sharedir/extension/citus.control): test/citus.sh installs it"
-	unless -f "$sharedir/extension/citus.control";
-
-# As in t/015_citus.pl: the nodes over TCP on loopback, without TLS; two-phase commit.
-my @settings = (q{shared_preload_libraries = 'citus'}, 'max_prepared_transactions = 100',
-	q{listen_addresses = '127.0.0.1'}, q{citus.node_conninfo = 'sslmode=disable'}, 'shared_buffers = 64MB');
-my $coordinator = new_node('coordinator', \@settings);
-my @workers = map { new_node($_, \@settings) } qw(worker1 worker2);
-
-$_->safe_psql('postgres', 'CREATE EXTENSION citus') for $coordinator, @workers;
-$coordinator->safe_psql('postgres', "SELECT citus_set_coordinator_host('127.0.0.1', " . $coordinator->port . ')');
-$coordinator->safe_psql('postgres', "SELECT citus_add_node('127.0.0.1', " . $_->port . ')') for @workers;
+my ($coordinator, @workers) = citus_cluster('64MB');
 $coordinator->safe_psql('postgres', 'CREATE EXTENSION bloomfilter');
 
 my $citus_major = $coordinator->safe_psql('postgres', q{SELECT split_part(extversion, '.', 1)::int FROM pg_extension WHERE extname = 'citus'});
@@ -83,14 +70,6 @@ is($coordinator->safe_psql('postgres', q{SELECT string_agg(logicalrelid::text ||
 
 my @levels = ('READ COMMITTED', 'REPEATABLE READ', 'SERIALIZABLE');
 
-# A query in SESSION: its output followed by its error, if any (a test fails there rather than dies).
-sub ask {
-	my ($session, $sql) = @_;
-	my $output = $session->query($sql);
-	my $error = $session->{stderr};
-	$session->{stderr} = '';
-	return $error eq '' ? $output : "$output$error";
-}
 my $round = 0;
 
 # 1. A new table for each round, 8 shards, 2 rows to the snapshot (most shards have none it

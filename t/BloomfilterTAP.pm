@@ -9,8 +9,8 @@ use PostgreSQL::Test::Cluster;
 use Test::More;
 use Time::HiRes qw(usleep time);
 
-our @EXPORT = qw(init_node new_node create_users sql_error node_run start_pgbench finish_pgbench
-  stop_pgbench kill9_and_restart $MISSING_USERS $VERIFY_USERS);
+our @EXPORT = qw(init_node new_node citus_cluster ask create_users sql_error node_run start_pgbench
+  finish_pgbench stop_pgbench kill9_and_restart $MISSING_USERS $VERIFY_USERS);
 
 # init_node(NODE, %init_options): initdb for NODE with an encoding and a locale of its own (UTF8,
 # C.UTF-8), never the caller's: with no LANG, initdb would pick SQL_ASCII and the C locale.
@@ -34,6 +34,41 @@ sub new_node {
 		'log_statement = none', @{ $settings || [] }) . "\n");
 	$node->start;
 	return $node;
+}
+
+# citus_cluster(SHARED_BUFFERS, WORKER_NAME, ...): a Citus coordinator and its workers (named
+# worker1 and worker2 unless given), each node with citus created and added, or the test file
+# skipped when Citus is not installed. Citus reaches the nodes, the coordinator included, over TCP
+# on loopback (the test's nodes listen on a Unix socket only by default; initdb -A trust trusts
+# 127.0.0.1 too), without TLS: Citus's default node_conninfo, sslmode=require, would have CREATE
+# EXTENSION citus turn ssl on with a self-signed certificate in each data directory. Multi-shard
+# writes use two-phase commit. Returns (coordinator, worker, ...).
+sub citus_cluster {
+	my ($shared_buffers, @names) = @_;
+	my $sharedir = `pg_config --sharedir`;
+	chomp $sharedir;
+	plan skip_all => "Citus is not installed ($sharedir/extension/citus.control): test/citus.sh installs it"
+		unless -f "$sharedir/extension/citus.control";
+	my @settings = (q{shared_preload_libraries = 'citus'}, 'max_prepared_transactions = 100',
+		q{listen_addresses = '127.0.0.1'}, q{citus.node_conninfo = 'sslmode=disable'},
+		"shared_buffers = $shared_buffers");
+	my $coordinator = new_node('coordinator', \@settings);
+	my @workers = map { new_node($_, \@settings) } (@names ? @names : qw(worker1 worker2));
+	$_->safe_psql('postgres', 'CREATE EXTENSION citus') for $coordinator, @workers;
+	$coordinator->safe_psql('postgres',
+		"SELECT citus_set_coordinator_host('127.0.0.1', " . $coordinator->port . ')');
+	$coordinator->safe_psql('postgres', "SELECT citus_add_node('127.0.0.1', " . $_->port . ')')
+		for @workers;
+	return ($coordinator, @workers);
+}
+
+# ask(SESSION, SQL): a query in SESSION (a background_psql session): its output followed by its error, if any (a test fails there rather than dies).
+sub ask {
+	my ($session, $sql) = @_;
+	my $output = $session->query($sql);
+	my $error = $session->{stderr};
+	$session->{stderr} = '';
+	return $error eq '' ? $output : "$output$error";
 }
 
 # create_users(NODE, ROWS): the extension and a users table of ROWS emails with two bloomfilter

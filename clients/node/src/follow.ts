@@ -59,6 +59,15 @@ export class UnsupportedIndexError extends Error {
   }
 }
 
+// The ctype a key column lowers with: its collation's (co, none for the database's default) or the
+// database's (d).
+const CTYPE = `CASE WHEN co.oid IS NOT NULL
+            THEN CASE co.collprovider WHEN 'i'
+                 THEN COALESCE(pg_catalog.to_jsonb(co) ->> 'colllocale', pg_catalog.to_jsonb(co) ->> 'colliculocale')
+                 ELSE co.collctype::text END
+            ELSE CASE d.datlocprovider WHEN 'i'
+                 THEN COALESCE(pg_catalog.to_jsonb(d) ->> 'datlocale', pg_catalog.to_jsonb(d) ->> 'daticulocale')
+                 ELSE d.datctype::text END END`;
 // What the follower must know of an index: its OID, its key's type and, for an expression index,
 // the expression, the column it reads and the ctype it lowers with (ICU's locale column is named
 // colliculocale in PostgreSQL 15 and 16, colllocale from 17: read through to_jsonb).
@@ -72,13 +81,7 @@ SELECT i.indexrelid::oid AS oid, i.indkey[0] = 0 AS is_expression, pg_catalog.pg
         SELECT pg_catalog.format_type(b.oid, NULL) FROM b WHERE b.typbasetype = 0) AS key_type,
        am.amname::text AS access_method,
        c.relkind::text AS relkind,
-       CASE WHEN co.oid IS NOT NULL
-            THEN CASE co.collprovider WHEN 'i'
-                 THEN COALESCE(pg_catalog.to_jsonb(co) ->> 'colllocale', pg_catalog.to_jsonb(co) ->> 'colliculocale')
-                 ELSE co.collctype::text END
-            ELSE CASE d.datlocprovider WHEN 'i'
-                 THEN COALESCE(pg_catalog.to_jsonb(d) ->> 'datlocale', pg_catalog.to_jsonb(d) ->> 'daticulocale')
-                 ELSE d.datctype::text END END AS ctype
+       ${CTYPE} AS ctype
   FROM pg_catalog.pg_index i
   JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
   JOIN pg_catalog.pg_am am ON am.oid = c.relam
@@ -102,13 +105,7 @@ SELECT a.attnum::int AS position, i.indkey[a.attnum - 1] = 0 AS is_expression,
                 UNION ALL SELECT t.oid, t.typbasetype FROM pg_catalog.pg_type t JOIN b ON t.oid = b.typbasetype)
         SELECT pg_catalog.format_type(b.oid, NULL) FROM b WHERE b.typbasetype = 0) AS type,
        pg_catalog.pg_get_indexdef(i.indexrelid, a.attnum::int, true) AS definition,
-       CASE WHEN co.oid IS NOT NULL
-            THEN CASE co.collprovider WHEN 'i'
-                 THEN COALESCE(pg_catalog.to_jsonb(co) ->> 'colllocale', pg_catalog.to_jsonb(co) ->> 'colliculocale')
-                 ELSE co.collctype::text END
-            ELSE CASE d.datlocprovider WHEN 'i'
-                 THEN COALESCE(pg_catalog.to_jsonb(d) ->> 'datlocale', pg_catalog.to_jsonb(d) ->> 'daticulocale')
-                 ELSE d.datctype::text END END AS ctype
+       ${CTYPE} AS ctype
   FROM pg_catalog.pg_index i JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indexrelid
   JOIN pg_catalog.pg_database d ON d.datname = pg_catalog.current_database()
   LEFT JOIN pg_catalog.pg_collation co

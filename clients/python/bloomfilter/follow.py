@@ -72,6 +72,15 @@ _CAPACITY_BLOCKS_PER_STEP = 256
 _CURRENT_LSN = ("SELECT CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.pg_last_wal_replay_lsn() "
                 "ELSE pg_catalog.pg_current_wal_insert_lsn() END::text, pg_catalog.pg_backend_pid()")
 
+# The ctype a key column lowers with: its collation's (co, none for the database's default) or the
+# database's (d).
+_CTYPE = """CASE WHEN co.oid IS NOT NULL
+            THEN CASE co.collprovider WHEN 'i'
+                 THEN COALESCE(pg_catalog.to_jsonb(co) ->> 'colllocale', pg_catalog.to_jsonb(co) ->> 'colliculocale')
+                 ELSE co.collctype::text END
+            ELSE CASE d.datlocprovider WHEN 'i'
+                 THEN COALESCE(pg_catalog.to_jsonb(d) ->> 'datlocale', pg_catalog.to_jsonb(d) ->> 'daticulocale')
+                 ELSE d.datctype::text END END"""
 # What the follower must know of the index: its OID, its key's type and, for an expression
 # index, the expression, the column it reads and the collation it lowers with (ICU's locale
 # column is colliculocale, daticulocale in PostgreSQL 15 and 16, colllocale, datlocale from 17:
@@ -82,13 +91,7 @@ SELECT i.indexrelid::oid, i.indkey[0] = 0, pg_catalog.pg_get_indexdef(i.indexrel
        (WITH RECURSIVE b AS (SELECT t.oid, t.typbasetype FROM pg_catalog.pg_type t WHERE t.oid = ia.atttypid
                 UNION ALL SELECT t.oid, t.typbasetype FROM pg_catalog.pg_type t JOIN b ON t.oid = b.typbasetype)
         SELECT pg_catalog.format_type(b.oid, NULL) FROM b WHERE b.typbasetype = 0), am.amname,
-       CASE WHEN co.oid IS NOT NULL
-            THEN CASE co.collprovider WHEN 'i'
-                 THEN COALESCE(pg_catalog.to_jsonb(co) ->> 'colllocale', pg_catalog.to_jsonb(co) ->> 'colliculocale')
-                 ELSE co.collctype::text END
-            ELSE CASE d.datlocprovider WHEN 'i'
-                 THEN COALESCE(pg_catalog.to_jsonb(d) ->> 'datlocale', pg_catalog.to_jsonb(d) ->> 'daticulocale')
-                 ELSE d.datctype::text END END,
+       """ + _CTYPE + """,
        i.indnkeyatts, pg_catalog.pg_backend_pid()
   FROM pg_catalog.pg_index i
   JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
@@ -116,13 +119,7 @@ SELECT a.attnum, i.indkey[a.attnum - 1] = 0,
                 UNION ALL SELECT t.oid, t.typbasetype FROM pg_catalog.pg_type t JOIN b ON t.oid = b.typbasetype)
         SELECT pg_catalog.format_type(b.oid, NULL) FROM b WHERE b.typbasetype = 0),
        pg_catalog.pg_get_indexdef(i.indexrelid, a.attnum::int, true),
-       CASE WHEN co.oid IS NOT NULL
-            THEN CASE co.collprovider WHEN 'i'
-                 THEN COALESCE(pg_catalog.to_jsonb(co) ->> 'colllocale', pg_catalog.to_jsonb(co) ->> 'colliculocale')
-                 ELSE co.collctype::text END
-            ELSE CASE d.datlocprovider WHEN 'i'
-                 THEN COALESCE(pg_catalog.to_jsonb(d) ->> 'datlocale', pg_catalog.to_jsonb(d) ->> 'daticulocale')
-                 ELSE d.datctype::text END END,
+       """ + _CTYPE + """,
        pg_catalog.pg_backend_pid()
   FROM pg_catalog.pg_index i JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indexrelid
   JOIN pg_catalog.pg_database d ON d.datname = pg_catalog.current_database()
