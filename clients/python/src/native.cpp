@@ -73,6 +73,7 @@ struct Checker {
     uint32_t count;         // filters: 1, or a layered value's layers
     uint64_t offset[bf::kMaxLayers];
     bf::FilterRef layer[bf::kMaxLayers];  // data: null; the buffer's address + offset per call
+    uint32_t chunk;  // keys of a batch hashed (and their cache lines fetched) before any is checked
 };
 
 // A key's bytes: in `data`, or in `held` (a bytes object to release), or in `word` (an int).
@@ -85,10 +86,16 @@ struct KeyBytes {
 
 // The bytes _core.key_bytes(key) gives, without a call for the common kinds; 0, or -1 with the
 // exception key_bytes raises.
-int key_bytes_of(Checker *self, PyObject *key, KeyBytes *out) {
+inline int key_bytes_of(Checker *self, PyObject *key, KeyBytes *out) {
     out->held = nullptr;
     PyTypeObject *type = Py_TYPE(key);
     if (type == &PyUnicode_Type) {
+        // An ASCII str is its UTF-8 bytes, held in the object itself: no call.
+        if (PyUnicode_IS_COMPACT_ASCII(key)) {
+            out->data = static_cast<const char *>(PyUnicode_DATA(key));
+            out->length = PyUnicode_GET_LENGTH(key);
+            return 0;
+        }
         out->data = PyUnicode_AsUTF8AndSize(key, &out->length);
         return out->data == nullptr ? -1 : 0;
     }
@@ -130,7 +137,7 @@ int key_bytes_of(Checker *self, PyObject *key, KeyBytes *out) {
 }
 
 // The key's hash as the checker's layers use it; 0, or -1 with an exception.
-int hash_key(Checker *self, PyObject *key, bf::KeyHash *out) {
+inline int hash_key(Checker *self, PyObject *key, bf::KeyHash *out) {
     KeyBytes bytes;
     if (key_bytes_of(self, key, &bytes) != 0) return -1;
     *out = bf::hash_bytes(self->hash_version, bytes.data, size_t(bytes.length));
@@ -153,6 +160,40 @@ int take_buffer(Checker *self, Py_buffer *view) {
     return 0;
 }
 
+// The checked value's bytes for one check during which no Python code runs (the key already
+// hashed): a bytearray's (a Filter's) read in place, since nothing can resize it before the check
+// ends; any other owner's through take_buffer. 0, or -1 with take_buffer's ValueError.
+struct View {
+    const uint8_t *data;
+    bool held;
+    Py_buffer buffer;
+};
+
+inline int take_view(Checker *self, View *view) {
+    PyObject *owner = self->owner;
+    if (Py_TYPE(owner) == &PyByteArray_Type) {
+        const uint8_t *data = reinterpret_cast<const uint8_t *>(PyByteArray_AS_STRING(owner));
+        if (uint64_t(PyByteArray_GET_SIZE(owner)) != self->length ||
+            std::memcmp(data, self->header, kCheckedHeader) != 0) {
+            PyErr_SetString(PyExc_ValueError,
+                            "the filter's buffer changed under its check: its length or header is "
+                            "no longer the value's it was made for");
+            return -1;
+        }
+        view->data = data;
+        view->held = false;
+        return 0;
+    }
+    if (take_buffer(self, &view->buffer) != 0) return -1;
+    view->data = static_cast<const uint8_t *>(view->buffer.buf);
+    view->held = true;
+    return 0;
+}
+
+inline void release_view(View *view) {
+    if (view->held) PyBuffer_Release(&view->buffer);
+}
+
 // Every layer is checked, with no branch on an answer: the answers of a batch are a coin toss
 // to the branch predictor, and a mispredicted branch costs more than a layer's check.
 inline bool check(const Checker *self, const uint8_t *data, bf::KeyHash h) {
@@ -161,6 +202,79 @@ inline bool check(const Checker *self, const uint8_t *data, bf::KeyHash h) {
         bf::FilterRef ref = self->layer[n];
         ref.data = const_cast<uint8_t *>(data) + self->offset[n];
         found |= ref.contains(h);
+    }
+    return found;
+}
+
+// Asks for the cache lines a key's check will read, in every layer: version 2, the line of each
+// bit position (one multiply each); version 1, the block's lines (its positions cost a
+// finalizer each), at most 8.
+inline void prefetch(const Checker *self, const uint8_t *data, bf::KeyHash h) {
+    for (uint32_t n = 0; n < self->count; n++) {
+        const bf::FilterRef &ref = self->layer[n];
+        const uint8_t *block = data + self->offset[n] + bf::key_block_offset(h, ref.version, ref.blocks,
+                                                                              ref.block_log2);
+        if (ref.version == bf::kFormatVersion2) {
+            const uint32_t shift = 64 - ref.block_log2;
+            for (uint32_t i = 0; i < ref.hashes; i++)
+                __builtin_prefetch(block + 64 * ((h.low * bf::position_multiplier(i)) >> shift >> 9));
+        } else {
+            const uint64_t lines = (uint64_t(1) << (ref.block_log2 - 3)) / 64;
+            for (uint64_t line = 0; line < lines && line < 8; line++)
+                __builtin_prefetch(block + 64 * line);
+        }
+    }
+}
+
+// The keys of a batch whose lines are asked for before the first of them is checked: about 320
+// lines (20 KB, within L1), from 4 to 64 keys.
+constexpr uint32_t kMaxChunk = 64;
+uint32_t chunk_for(const Checker *self) {
+    uint32_t lines = 0;
+    for (uint32_t n = 0; n < self->count; n++) {
+        const bf::FilterRef &ref = self->layer[n];
+        lines += ref.version == bf::kFormatVersion2 ? ref.hashes : 8;
+    }
+    uint32_t chunk = 320 / (lines == 0 ? 1 : lines);
+    return chunk < 4 ? 4 : chunk > kMaxChunk ? kMaxChunk : chunk;
+}
+
+// scalar_block_contains() of a version 2 block for K hashes, unrolled with the multipliers as
+// constants: the same positions (for_each_position's) and the same branchless test.
+template <uint32_t K>
+bool unrolled_block_check(const uint8_t *block, uint64_t h, uint32_t shift) {
+    uint64_t all_set = 1;
+    for (uint32_t i = 0; i < K; i++) {
+        const uint32_t bit = uint32_t((h * bf::kMultipliers.m[i]) >> shift);
+        all_set &= bf::load_u64(block + 8 * (bit >> 6)) >> (bit & 63);
+    }
+    return (all_set & 1) != 0;
+}
+
+using UnrolledCheck = bool (*)(const uint8_t *block, uint64_t h, uint32_t shift);
+constexpr uint32_t kUnrolledMaxHashes = 16;
+constexpr UnrolledCheck kUnrolled[kUnrolledMaxHashes + 1] = {
+    nullptr,
+    unrolled_block_check<1>,  unrolled_block_check<2>,  unrolled_block_check<3>,
+    unrolled_block_check<4>,  unrolled_block_check<5>,  unrolled_block_check<6>,
+    unrolled_block_check<7>,  unrolled_block_check<8>,  unrolled_block_check<9>,
+    unrolled_block_check<10>, unrolled_block_check<11>, unrolled_block_check<12>,
+    unrolled_block_check<13>, unrolled_block_check<14>, unrolled_block_check<15>,
+    unrolled_block_check<16>,
+};
+
+// check() for a key whose lines were asked for (prefetch): the scalar test, unrolled for the
+// layer's k where it can be (kUnrolled), inlined, with no indirect call to a vector path.
+inline bool check_batched(const Checker *self, const uint8_t *data, bf::KeyHash h) {
+    bool found = false;
+    for (uint32_t n = self->count; n-- > 0;) {
+        const bf::FilterRef &ref = self->layer[n];
+        const uint8_t *block = data + self->offset[n] + bf::key_block_offset(h, ref.version, ref.blocks,
+                                                                              ref.block_log2);
+        if (ref.version == bf::kFormatVersion2 && ref.hashes <= kUnrolledMaxHashes)
+            found |= kUnrolled[ref.hashes](block, h.low, 64 - ref.block_log2);
+        else
+            found |= bf::scalar_block_contains(block, h, ref.version, ref.hashes, ref.block_log2);
     }
     return found;
 }
@@ -203,6 +317,7 @@ int Checker_init(Checker *self, PyObject *args, PyObject *kwargs) {
         self->layer[0] = bf::FilterRef::of(nullptr, header.parameters);
     }
     self->length = length;
+    self->chunk = chunk_for(self);
     std::memcpy(self->header, data, kCheckedHeader);
     PyBuffer_Release(&view);
     Py_INCREF(owner);
@@ -240,18 +355,43 @@ PyObject *Checker_contains(Checker *self, PyObject *key) {
     if (!ready(self)) return nullptr;
     bf::KeyHash h;
     if (hash_key(self, key, &h) != 0) return nullptr;
-    Py_buffer view;
-    if (take_buffer(self, &view) != 0) return nullptr;
-    const bool found = check(self, static_cast<const uint8_t *>(view.buf), h);
-    PyBuffer_Release(&view);
+    View view;
+    if (take_view(self, &view) != 0) return nullptr;
+    const bool found = check(self, view.data, h);
+    release_view(&view);
     return PyBool_FromLong(found);
 }
 
+// contains_hash(h): the check of a key by its version 2 hash (composite keys), as
+// Filter.contains_hash and LayeredFilter.contains_hash answer.
+PyObject *Checker_contains_hash(Checker *self, PyObject *value) {
+    if (!ready(self)) return nullptr;
+    if (self->hash_version != bf::kFormatVersion2) {
+        PyErr_Format(PyExc_ValueError, "contains_hash takes a format version 2 filter, not version %u",
+                     unsigned(self->hash_version));
+        return nullptr;
+    }
+    if (!PyLong_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "a key hash is an int, not %.200s", Py_TYPE(value)->tp_name);
+        return nullptr;
+    }
+    const unsigned long long low = PyLong_AsUnsignedLongLong(value);
+    if (low == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
+        PyErr_SetString(PyExc_ValueError, "a key hash is an unsigned 64-bit number");
+        return nullptr;
+    }
+    View view;
+    if (take_view(self, &view) != 0) return nullptr;
+    const bool found = check(self, view.data, bf::KeyHash{low, 0});
+    release_view(&view);
+    return PyBool_FromLong(found);
+}
+
+// A batch in chunks (Checker.chunk keys): each key of a chunk hashed and the cache lines its
+// check reads asked for, then each checked, so that the chunk's memory reads overlap instead of
+// each key waiting for its own (the batch's point: a loop of contains waits for each in turn).
 // The answers are picked from a table, not by a branch (nor by the layers' checks, see check()):
-// a batch's answers are a coin toss to the branch predictor, and the mispredicted branches cost
-// about a quarter of the time of a batch half of whose keys are present (24 against 18 ns a key
-// on a 1M-key filter). Prefetching each key's cache lines a few dozen keys ahead gained nothing
-// measurable, from 1.2 MB to 60 MB filters (AMD EPYC).
+// a batch's answers are a coin toss to the branch predictor.
 PyObject *Checker_contains_many(Checker *self, PyObject *keys) {
     if (!ready(self)) return nullptr;
     PyObject *sequence = PySequence_Fast(keys, "contains_many takes an iterable of keys");
@@ -266,28 +406,47 @@ PyObject *Checker_contains_many(Checker *self, PyObject *keys) {
     }
     const uint8_t *data = static_cast<const uint8_t *>(view.buf);
     PyObject *const answer_of[2] = {Py_False, Py_True};
-    for (Py_ssize_t i = 0; i < count; i++) {
-        // A key converted by key_bytes runs Python code, which may change a list of keys.
-        if (i >= PySequence_Fast_GET_SIZE(sequence)) {
-            PyErr_SetString(PyExc_RuntimeError, "the keys changed during contains_many");
-            goto failed;
-        }
-        {
+    bf::KeyHash hashes[kMaxChunk];
+    const Py_ssize_t chunk = self->chunk;
+    Py_ssize_t found_count = 0, filled = 0;
+    for (Py_ssize_t start = 0; start < count; start += chunk) {
+        const Py_ssize_t end = start + chunk < count ? start + chunk : count;
+        for (Py_ssize_t i = start; i < end; i++) {
+            // A key converted by key_bytes runs Python code, which may change a list of keys.
+            if (i >= PySequence_Fast_GET_SIZE(sequence)) {
+                PyErr_SetString(PyExc_RuntimeError, "the keys changed during contains_many");
+                goto failed;
+            }
             PyObject *key = PySequence_Fast_GET_ITEM(sequence, i);
-            bf::KeyHash h;
-            Py_INCREF(key);
-            const int hashed = hash_key(self, key, &h);
-            Py_DECREF(key);
-            if (hashed != 0) goto failed;
-            PyObject *answer = answer_of[check(self, data, h)];
-            Py_INCREF(answer);
-            PyList_SET_ITEM(answers, i, answer);
+            if (Py_TYPE(key) == &PyUnicode_Type && PyUnicode_IS_COMPACT_ASCII(key)) {
+                // The common key, hashed with no call and no Python code: no reference taken.
+                hashes[i - start] = bf::hash_bytes(self->hash_version, PyUnicode_DATA(key),
+                                                   size_t(PyUnicode_GET_LENGTH(key)));
+            } else {
+                Py_INCREF(key);
+                const int hashed = hash_key(self, key, &hashes[i - start]);
+                Py_DECREF(key);
+                if (hashed != 0) goto failed;
+            }
+            prefetch(self, data, hashes[i - start]);
         }
+        for (Py_ssize_t i = start; i < end; i++) {
+            const bool found = check_batched(self, data, hashes[i - start]);
+            found_count += found;
+            PyList_SET_ITEM(answers, i, answer_of[found]);
+        }
+        filled = end;
     }
+    // The references the list holds, taken at once: an increment a key of the same two objects
+    // is a chain through memory, a quarter of a batch's time.
+    Py_SET_REFCNT(Py_True, Py_REFCNT(Py_True) + found_count);
+    Py_SET_REFCNT(Py_False, Py_REFCNT(Py_False) + (count - found_count));
     PyBuffer_Release(&view);
     Py_DECREF(sequence);
     return answers;
 failed:
+    Py_SET_REFCNT(Py_True, Py_REFCNT(Py_True) + found_count);
+    Py_SET_REFCNT(Py_False, Py_REFCNT(Py_False) + (filled - found_count));
     PyBuffer_Release(&view);
     Py_DECREF(sequence);
     Py_DECREF(answers);  // its unset items are NULL, which a list's deallocation skips
@@ -301,6 +460,8 @@ PyObject *Checker_get_layers(Checker *self, void *) {
 PyMethodDef checker_methods[] = {
     {"contains", reinterpret_cast<PyCFunction>(Checker_contains), METH_O,
      "contains(key): False, the key was certainly never added; True, it probably was."},
+    {"contains_hash", reinterpret_cast<PyCFunction>(Checker_contains_hash), METH_O,
+     "contains_hash(h): contains() of a key by its version 2 hash (an unsigned 64-bit int)."},
     {"contains_many", reinterpret_cast<PyCFunction>(Checker_contains_many), METH_O,
      "contains_many(keys): [contains(key) for key in keys]."},
     {nullptr, nullptr, 0, nullptr},

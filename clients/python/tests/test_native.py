@@ -433,3 +433,44 @@ def test_checks_a_shared_mapping(tmp_path):
             checker.contains("a")
         with pytest.raises(ValueError):
             checker.contains_many(["a"])
+
+
+def test_batch_references_balanced():
+    """contains_many takes the list's references to True and False at once: as many as it
+    holds, after batches and after ones that fail part way (counted over 50 of each, once the
+    first of each has run: the interpreter's own references settle then)."""
+    import sys
+    f = Filter.empty(10000).update(range(0, 3000, 2))
+    keys = ["k%d" % i for i in range(500)] + list(range(1000))
+
+    def batches():
+        answers = f.contains_many(keys)
+        assert sum(answers) >= 500
+        try:
+            f.contains_many(keys + [1.5] + keys)
+        except TypeError:
+            pass
+        else:
+            raise AssertionError("a float key was checked")
+    batches()
+    before = sys.getrefcount(True), sys.getrefcount(False)
+    for _ in range(50):
+        batches()
+    assert (sys.getrefcount(True), sys.getrefcount(False)) == before
+
+
+@pytest.mark.parametrize("name,data,added", FORMATS, ids=[v[0] for v in FORMATS])
+def test_contains_hash_equals_python(name, data, added):
+    """Checker.contains_hash answers as Filter.contains_hash (pure Python), or refuses a version
+    1 filter and a hash out of range as it does."""
+    compiled, python = both(data)
+    checker = compiled._native
+    hashes = [key_hash(key) for key in added[:300]] + [random.Random(7).getrandbits(64) for _ in range(3000)]
+    if compiled.version == 1:
+        with pytest.raises(ValueError, match="version 2"):
+            checker.contains_hash(0)
+        return
+    assert [checker.contains_hash(h) for h in hashes] == [python.contains_hash(h) for h in hashes]
+    for h in (-1, 1 << 64):
+        with pytest.raises(ValueError, match="unsigned 64-bit"):
+            checker.contains_hash(h)
