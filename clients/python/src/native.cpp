@@ -13,6 +13,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <ctime>
+
 #include "bloom.hpp"
 
 namespace bf = bloomfilter;
@@ -475,11 +477,298 @@ PyGetSetDef checker_getset[] = {
 
 PyTypeObject CheckerType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
+// -- FollowerCheck: an index follower's contains(key) ----------------------------------------
+//
+// bloomfilter.follow's _Index.contains in C for the keys and states it can answer exactly as
+// that method does: the follower's copy (a Checker), its key rules (the kinds below) and its
+// bound (max_lag seconds after the last successful refresh, read from the clock time.monotonic
+// reads, as it computes it). Anything else (a key of another type, a copy past its bound, an
+// error, a state it was not given) goes to the follower's own method (`fallback`), which answers,
+// warns, calls on_event and raises as before: this type never answers where that method would
+// not, and never says "absent" where it would say "maybe".
+
+enum KeyKind : int {
+    kind_off = 0,        // every key to the fallback
+    kind_any = 1,        // key_type None: the key as Filter.contains takes it
+    kind_str = 2,        // exact str
+    kind_bytes = 3,      // exact bytes or bytearray
+    kind_int = 4,        // exact int (not bool)
+    kind_uuid = 5,       // exact uuid.UUID
+    kind_composite = 6,  // an exact tuple or list of one value per column, by `columns`
+};
+
+struct Column {
+    int kind;            // kind_str, kind_bytes, kind_int or kind_uuid
+    long long low, high;  // kind_int: the column type's range, [low, high]
+};
+
+struct FollowerCheck {
+    PyObject ob_base;
+    PyObject *fallback;  // the follower's contains, in Python
+    Checker *checker;    // the copy's check, or null (every key to the fallback)
+    int kind;
+    uint32_t column_count;
+    Column columns[bf::kMaxKeyParts];
+    bool bounded;        // max_lag given
+    double refreshed_at, max_lag;
+    unsigned long long checks;  // keys answered here (the fallback counts its own)
+};
+
+PyTypeObject FollowerCheckType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+// time.monotonic(), computed as CPython computes it (clock_gettime(CLOCK_MONOTONIC) in integer
+// nanoseconds, then _PyTime_AsSecondsDouble): the same double for the same clock reading.
+double monotonic_seconds() {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    const long long t = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    if (t % 1000000000LL == 0) return double(t / 1000000000LL);
+    volatile double d = double(t);
+    d /= 1e9;
+    return d;
+}
+
+PyObject *monotonic(PyObject *, PyObject *) { return PyFloat_FromDouble(monotonic_seconds()); }
+
+int FollowerCheck_init(FollowerCheck *self, PyObject *args, PyObject *kwargs) {
+    static const char *keywords[] = {"fallback", nullptr};
+    PyObject *fallback;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:FollowerCheck", const_cast<char **>(keywords),
+                                     &fallback))
+        return -1;
+    if (!PyCallable_Check(fallback)) {
+        PyErr_SetString(PyExc_TypeError, "fallback must be callable");
+        return -1;
+    }
+    Py_INCREF(fallback);
+    Py_XSETREF(self->fallback, fallback);
+    Py_CLEAR(self->checker);
+    self->kind = kind_off;
+    self->bounded = false;
+    return 0;
+}
+
+int FollowerCheck_traverse(FollowerCheck *self, visitproc visit, void *arg) {
+    Py_VISIT(self->fallback);
+    Py_VISIT(reinterpret_cast<PyObject *>(self->checker));
+    return 0;
+}
+
+int FollowerCheck_clear(FollowerCheck *self) {
+    Py_CLEAR(self->fallback);
+    Py_CLEAR(self->checker);
+    return 0;
+}
+
+void FollowerCheck_dealloc(FollowerCheck *self) {
+    PyObject_GC_UnTrack(self);
+    FollowerCheck_clear(self);
+    Py_TYPE(self)->tp_free(reinterpret_cast<PyObject *>(self));
+}
+
+// set_state(checker, kind, columns): the copy's Checker (None: every key to the fallback), the
+// key kind and, for kind_composite, a tuple of (kind, low, high) per column.
+PyObject *FollowerCheck_set_state(FollowerCheck *self, PyObject *args) {
+    PyObject *checker, *columns;
+    int kind;
+    if (!PyArg_ParseTuple(args, "OiO:set_state", &checker, &kind, &columns)) return nullptr;
+    if (checker != Py_None && !PyObject_TypeCheck(checker, &CheckerType)) {
+        PyErr_SetString(PyExc_TypeError, "set_state takes a Checker or None");
+        return nullptr;
+    }
+    if (kind < kind_off || kind > kind_composite) {
+        PyErr_SetString(PyExc_ValueError, "unknown key kind");
+        return nullptr;
+    }
+    Column parsed[bf::kMaxKeyParts];
+    uint32_t count = 0;
+    if (kind == kind_composite) {
+        if (!PyTuple_Check(columns) || PyTuple_GET_SIZE(columns) < 1 ||
+            PyTuple_GET_SIZE(columns) > Py_ssize_t(bf::kMaxKeyParts)) {
+            PyErr_SetString(PyExc_ValueError, "a composite key has a tuple of 1 to 8 columns");
+            return nullptr;
+        }
+        count = uint32_t(PyTuple_GET_SIZE(columns));
+        for (uint32_t n = 0; n < count; n++) {
+            Column &column = parsed[n];
+            if (!PyArg_ParseTuple(PyTuple_GET_ITEM(columns, n), "iLL", &column.kind, &column.low,
+                                  &column.high))
+                return nullptr;
+            if (column.kind < kind_str || column.kind > kind_uuid) {
+                PyErr_SetString(PyExc_ValueError, "unknown column kind");
+                return nullptr;
+            }
+        }
+    }
+    // A checker of version 1 hashes has no composite check (contains_hash refuses it).
+    if (kind == kind_composite && checker != Py_None &&
+        reinterpret_cast<Checker *>(checker)->hash_version != bf::kFormatVersion2)
+        kind = kind_off;
+    if (checker == Py_None || (checker != Py_None && reinterpret_cast<Checker *>(checker)->owner == nullptr))
+        kind = kind_off;
+    Py_XINCREF(checker == Py_None ? nullptr : checker);
+    Checker *previous = self->checker;
+    self->checker = checker == Py_None ? nullptr : reinterpret_cast<Checker *>(checker);
+    self->kind = kind;
+    self->column_count = count;
+    std::memcpy(self->columns, parsed, sizeof(Column) * count);
+    Py_XDECREF(reinterpret_cast<PyObject *>(previous));
+    Py_RETURN_NONE;
+}
+
+// set_bound(refreshed_at, max_lag): the follower's; True when answered here, False when every
+// key goes to the fallback (a bound this type cannot compare as Python does).
+PyObject *FollowerCheck_set_bound(FollowerCheck *self, PyObject *args) {
+    PyObject *refreshed_at, *max_lag;
+    if (!PyArg_ParseTuple(args, "OO:set_bound", &refreshed_at, &max_lag)) return nullptr;
+    self->bounded = true;
+    self->refreshed_at = 0;
+    self->max_lag = -1;  // until known: always past the bound, so every key to the fallback
+    if (max_lag == Py_None) {
+        self->bounded = false;
+        Py_RETURN_TRUE;
+    }
+    if (!PyFloat_CheckExact(refreshed_at)) Py_RETURN_FALSE;
+    double bound;
+    if (PyFloat_CheckExact(max_lag)) {
+        bound = PyFloat_AS_DOUBLE(max_lag);
+    } else if (PyLong_CheckExact(max_lag)) {
+        // An int compares with a float exactly in Python; as a double, exactly when it is one.
+        int overflow = 0;
+        const long long value = PyLong_AsLongLongAndOverflow(max_lag, &overflow);
+        if (overflow != 0 || value > (1LL << 53) || value < -(1LL << 53)) Py_RETURN_FALSE;
+        bound = double(value);
+    } else {
+        Py_RETURN_FALSE;  // a Decimal, a Fraction...: Python's comparison, in the fallback
+    }
+    self->refreshed_at = PyFloat_AS_DOUBLE(refreshed_at);
+    self->max_lag = bound;
+    Py_RETURN_TRUE;
+}
+
+// A composite key's version 2 hash; 0, or -1 when the fallback must answer (an exception set
+// or not).
+int composite_hash_of(FollowerCheck *self, PyObject *key, bf::KeyHash *out) {
+    PyTypeObject *type = Py_TYPE(key);
+    if (type != &PyTuple_Type && type != &PyList_Type) return -1;
+    if (PySequence_Fast_GET_SIZE(key) != Py_ssize_t(self->column_count)) return -1;
+    bf::CompositeKey composite;
+    for (uint32_t n = 0; n < self->column_count; n++) {
+        // A uuid.UUID's bytes run Python code, which may change a list: read it again each time.
+        if (Py_ssize_t(n) >= PySequence_Fast_GET_SIZE(key)) return -1;
+        PyObject *value = PySequence_Fast_GET_ITEM(key, n);
+        PyTypeObject *value_type = Py_TYPE(value);
+        const Column &column = self->columns[n];
+        bool fits;
+        switch (column.kind) {
+            case kind_str: fits = value_type == &PyUnicode_Type; break;
+            case kind_bytes: fits = value_type == &PyBytes_Type || value_type == &PyByteArray_Type; break;
+            case kind_int: {
+                fits = value_type == &PyLong_Type;
+                if (fits) {
+                    int overflow = 0;
+                    const long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+                    if (v == -1 && PyErr_Occurred()) return -1;
+                    fits = overflow == 0 && v >= column.low && v <= column.high;
+                }
+                break;
+            }
+            default: fits = reinterpret_cast<PyObject *>(value_type) == uuid_type; break;
+        }
+        if (!fits) return -1;
+        KeyBytes bytes;
+        Py_INCREF(value);
+        const int converted = key_bytes_of(self->checker, value, &bytes);
+        Py_DECREF(value);
+        if (converted != 0) return -1;
+        composite.add(bf::hash_bytes(bf::kFormatVersion2, bytes.data, size_t(bytes.length)).low);
+        Py_XDECREF(bytes.held);
+    }
+    *out = composite.hash();
+    return 0;
+}
+
+PyObject *FollowerCheck_contains(FollowerCheck *self, PyObject *key) {
+    Checker *checker = self->checker;
+    if (checker == nullptr || self->kind == kind_off) goto fallback;
+    // Past the bound (as _Index.contains computes it: now - refreshed_at > max_lag), the
+    // fallback answers True, warns and calls on_event.
+    if (self->bounded && monotonic_seconds() - self->refreshed_at > self->max_lag) goto fallback;
+    {
+        bf::KeyHash h;
+        PyTypeObject *type = Py_TYPE(key);
+        switch (self->kind) {
+            case kind_any: break;
+            case kind_str: if (type != &PyUnicode_Type) goto fallback; break;
+            case kind_bytes:
+                if (type != &PyBytes_Type && type != &PyByteArray_Type) goto fallback;
+                break;
+            case kind_int: if (type != &PyLong_Type) goto fallback; break;
+            case kind_uuid:
+                if (reinterpret_cast<PyObject *>(type) != uuid_type) goto fallback;
+                break;
+            default: break;
+        }
+        Py_INCREF(checker);  // Python code (a key's conversion) may replace the state
+        int hashed;
+        if (self->kind == kind_composite) {
+            hashed = composite_hash_of(self, key, &h);
+        } else {
+            Py_INCREF(key);
+            hashed = hash_key(checker, key, &h);
+            Py_DECREF(key);
+        }
+        View view;
+        if (hashed != 0 || take_view(checker, &view) != 0) {
+            Py_DECREF(checker);
+            PyErr_Clear();  // the fallback raises the error, if it is one
+            goto fallback;
+        }
+        const bool found = check(checker, view.data, h);
+        release_view(&view);
+        Py_DECREF(checker);
+        self->checks++;
+        return PyBool_FromLong(found);
+    }
+fallback:
+    return PyObject_CallOneArg(self->fallback, key);
+}
+
+PyObject *FollowerCheck_get_checks(FollowerCheck *self, void *) {
+    return PyLong_FromUnsignedLongLong(self->checks);
+}
+
+PyObject *FollowerCheck_take_checks(FollowerCheck *self, PyObject *) {
+    const unsigned long long checks = self->checks;
+    self->checks = 0;
+    return PyLong_FromUnsignedLongLong(checks);
+}
+
+PyMethodDef follower_check_methods[] = {
+    {"contains", reinterpret_cast<PyCFunction>(FollowerCheck_contains), METH_O,
+     "contains(key): the follower's answer, from here or from its fallback."},
+    {"set_state", reinterpret_cast<PyCFunction>(FollowerCheck_set_state), METH_VARARGS,
+     "set_state(checker, kind, columns): the copy's Checker (or None) and the key rules."},
+    {"set_bound", reinterpret_cast<PyCFunction>(FollowerCheck_set_bound), METH_VARARGS,
+     "set_bound(refreshed_at, max_lag): True when the bound is compared here."},
+    {"take_checks", reinterpret_cast<PyCFunction>(FollowerCheck_take_checks), METH_NOARGS,
+     "The keys answered here since the last call, and the count set back to 0."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyGetSetDef follower_check_getset[] = {
+    {"checks", reinterpret_cast<getter>(FollowerCheck_get_checks), nullptr,
+     "Keys answered here (not by the fallback).", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr},
+};
+
 PyObject *check_path(PyObject *, PyObject *) {
     return PyUnicode_FromString(bf::chosen_check_path_name());
 }
 
 PyMethodDef module_methods[] = {
+    {"monotonic", monotonic, METH_NOARGS,
+     "time.monotonic() as FollowerCheck reads it (the same clock and conversion)."},
     {"check_path", check_path, METH_NOARGS,
      "The core's block check this process uses for version 2 filters: \"scalar\", \"avx2\" or "
      "\"avx512\" (the fastest here, timed at import)."},
@@ -512,6 +801,20 @@ PyMODINIT_FUNC PyInit__native() {
     CheckerType.tp_methods = checker_methods;
     CheckerType.tp_getset = checker_getset;
     if (PyType_Ready(&CheckerType) != 0) return nullptr;
+    FollowerCheckType.tp_name = "bloomfilter._native.FollowerCheck";
+    FollowerCheckType.tp_doc =
+        "FollowerCheck(fallback): an index follower's contains(key), answered here where it can "
+        "be exactly as fallback(key) would, else by fallback(key).";
+    FollowerCheckType.tp_basicsize = sizeof(FollowerCheck);
+    FollowerCheckType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC;
+    FollowerCheckType.tp_new = PyType_GenericNew;
+    FollowerCheckType.tp_init = reinterpret_cast<initproc>(FollowerCheck_init);
+    FollowerCheckType.tp_dealloc = reinterpret_cast<destructor>(FollowerCheck_dealloc);
+    FollowerCheckType.tp_traverse = reinterpret_cast<traverseproc>(FollowerCheck_traverse);
+    FollowerCheckType.tp_clear = reinterpret_cast<inquiry>(FollowerCheck_clear);
+    FollowerCheckType.tp_methods = follower_check_methods;
+    FollowerCheckType.tp_getset = follower_check_getset;
+    if (PyType_Ready(&FollowerCheckType) != 0) return nullptr;
 
     PyObject *uuid = PyImport_ImportModule("uuid");
     if (uuid == nullptr) return nullptr;
@@ -528,6 +831,12 @@ PyMODINIT_FUNC PyInit__native() {
     Py_INCREF(&CheckerType);
     if (PyModule_AddObject(module, "Checker", reinterpret_cast<PyObject *>(&CheckerType)) != 0) {
         Py_DECREF(&CheckerType);
+        Py_DECREF(module);
+        return nullptr;
+    }
+    Py_INCREF(&FollowerCheckType);
+    if (PyModule_AddObject(module, "FollowerCheck", reinterpret_cast<PyObject *>(&FollowerCheckType)) != 0) {
+        Py_DECREF(&FollowerCheckType);
         Py_DECREF(module);
         return nullptr;
     }
