@@ -75,7 +75,6 @@ struct Checker {
     uint32_t count;         // filters: 1, or a layered value's layers
     uint64_t offset[bf::kMaxLayers];
     bf::FilterRef layer[bf::kMaxLayers];  // data: null; the buffer's address + offset per call
-    uint32_t chunk;  // keys of a batch hashed (and their cache lines fetched) before any is checked
 };
 
 // A key's bytes: in `data`, or in `held` (a bytes object to release), or in `word` (an int).
@@ -228,57 +227,69 @@ inline void prefetch(const Checker *self, const uint8_t *data, bf::KeyHash h) {
     }
 }
 
-// The keys of a batch whose lines are asked for before the first of them is checked: about 320
-// lines (20 KB, within L1), from 4 to 64 keys.
-constexpr uint32_t kMaxChunk = 64;
-uint32_t chunk_for(const Checker *self) {
-    uint32_t lines = 0;
-    for (uint32_t n = 0; n < self->count; n++) {
-        const bf::FilterRef &ref = self->layer[n];
-        lines += ref.version == bf::kFormatVersion2 ? ref.hashes : 8;
-    }
-    uint32_t chunk = 320 / (lines == 0 ? 1 : lines);
-    return chunk < 4 ? 4 : chunk > kMaxChunk ? kMaxChunk : chunk;
-}
+// The keys of a batch hashed (and their lines asked for) before the first of them is checked.
+// Checking a long run of hashed keys lets the processor overlap their memory reads: on a 1.2 MB
+// filter (AMD EPYC), 11 to 12 ns a key from 512 keys up against 13 to 16 from 45 to 90.
+constexpr Py_ssize_t kChunk = 1024;
 
-// scalar_block_contains() of a version 2 block for K hashes, unrolled with the multipliers as
-// constants: the same positions (for_each_position's) and the same branchless test.
+// A layer's check of a chunk of keys, found[i] |= whether it holds key i: for a version 2 layer
+// of K <= 16 hashes, scalar_block_contains() unrolled with the multipliers as constants (the same
+// positions, for_each_position's, and the same branchless test) in a loop the compiler sees
+// whole; else the core's scalar test. One call a chunk and layer, none a key.
 template <uint32_t K>
-bool unrolled_block_check(const uint8_t *block, uint64_t h, uint32_t shift) {
-    uint64_t all_set = 1;
-    for (uint32_t i = 0; i < K; i++) {
-        const uint32_t bit = uint32_t((h * bf::kMultipliers.m[i]) >> shift);
-        all_set &= bf::load_u64(block + 8 * (bit >> 6)) >> (bit & 63);
+void unrolled_chunk_check(const bf::FilterRef &layer, const uint8_t *data, const bf::KeyHash *hashes,
+                          uint32_t count, bool *found) {
+    const uint32_t blocks = layer.blocks, block_log2 = layer.block_log2, shift = 64 - block_log2;
+    for (uint32_t i = 0; i < count; i++) {
+        const uint64_t h = hashes[i].low;
+        const uint8_t *block = data + bf::block_offset(bf::block_index(h, blocks), block_log2);
+        uint64_t all_set = 1;
+#pragma GCC unroll 16
+        for (uint32_t n = 0; n < K; n++) {
+            const uint32_t bit = uint32_t((h * bf::kMultipliers.m[n]) >> shift);
+            all_set &= bf::load_u64(block + 8 * (bit >> 6)) >> (bit & 63);
+        }
+        found[i] |= (all_set & 1) != 0;
     }
-    return (all_set & 1) != 0;
 }
 
-using UnrolledCheck = bool (*)(const uint8_t *block, uint64_t h, uint32_t shift);
+void scalar_chunk_check(const bf::FilterRef &layer, const uint8_t *data, const bf::KeyHash *hashes,
+                        uint32_t count, bool *found) {
+    for (uint32_t i = 0; i < count; i++) {
+        const uint8_t *block = data + bf::key_block_offset(hashes[i], layer.version, layer.blocks,
+                                                           layer.block_log2);
+        found[i] |= bf::scalar_block_contains(block, hashes[i], layer.version, layer.hashes,
+                                              layer.block_log2);
+    }
+}
+
+using ChunkCheck = void (*)(const bf::FilterRef &layer, const uint8_t *data,
+                            const bf::KeyHash *hashes, uint32_t count, bool *found);
 constexpr uint32_t kUnrolledMaxHashes = 16;
-constexpr UnrolledCheck kUnrolled[kUnrolledMaxHashes + 1] = {
-    nullptr,
-    unrolled_block_check<1>,  unrolled_block_check<2>,  unrolled_block_check<3>,
-    unrolled_block_check<4>,  unrolled_block_check<5>,  unrolled_block_check<6>,
-    unrolled_block_check<7>,  unrolled_block_check<8>,  unrolled_block_check<9>,
-    unrolled_block_check<10>, unrolled_block_check<11>, unrolled_block_check<12>,
-    unrolled_block_check<13>, unrolled_block_check<14>, unrolled_block_check<15>,
-    unrolled_block_check<16>,
+constexpr ChunkCheck kUnrolled[kUnrolledMaxHashes + 1] = {
+    scalar_chunk_check,
+    unrolled_chunk_check<1>,  unrolled_chunk_check<2>,  unrolled_chunk_check<3>,
+    unrolled_chunk_check<4>,  unrolled_chunk_check<5>,  unrolled_chunk_check<6>,
+    unrolled_chunk_check<7>,  unrolled_chunk_check<8>,  unrolled_chunk_check<9>,
+    unrolled_chunk_check<10>, unrolled_chunk_check<11>, unrolled_chunk_check<12>,
+    unrolled_chunk_check<13>, unrolled_chunk_check<14>, unrolled_chunk_check<15>,
+    unrolled_chunk_check<16>,
 };
 
-// check() for a key whose lines were asked for (prefetch): the scalar test, unrolled for the
-// layer's k where it can be (kUnrolled), inlined, with no indirect call to a vector path.
-inline bool check_batched(const Checker *self, const uint8_t *data, bf::KeyHash h) {
-    bool found = false;
+ChunkCheck chunk_check_for(const bf::FilterRef &layer) {
+    if (layer.version == bf::kFormatVersion2 && layer.hashes <= kUnrolledMaxHashes)
+        return kUnrolled[layer.hashes];
+    return scalar_chunk_check;
+}
+
+// check() of a chunk of keys whose lines were asked for (prefetch), every layer's answer or'ed.
+inline void check_chunk(const Checker *self, const uint8_t *data, const bf::KeyHash *hashes,
+                        uint32_t count, bool *found) {
+    std::memset(found, 0, count);
     for (uint32_t n = self->count; n-- > 0;) {
-        const bf::FilterRef &ref = self->layer[n];
-        const uint8_t *block = data + self->offset[n] + bf::key_block_offset(h, ref.version, ref.blocks,
-                                                                              ref.block_log2);
-        if (ref.version == bf::kFormatVersion2 && ref.hashes <= kUnrolledMaxHashes)
-            found |= kUnrolled[ref.hashes](block, h.low, 64 - ref.block_log2);
-        else
-            found |= bf::scalar_block_contains(block, h, ref.version, ref.hashes, ref.block_log2);
+        const bf::FilterRef &layer = self->layer[n];
+        chunk_check_for(layer)(layer, data + self->offset[n], hashes, count, found);
     }
-    return found;
 }
 
 int Checker_init(Checker *self, PyObject *args, PyObject *kwargs) {
@@ -319,7 +330,6 @@ int Checker_init(Checker *self, PyObject *args, PyObject *kwargs) {
         self->layer[0] = bf::FilterRef::of(nullptr, header.parameters);
     }
     self->length = length;
-    self->chunk = chunk_for(self);
     std::memcpy(self->header, data, kCheckedHeader);
     PyBuffer_Release(&view);
     Py_INCREF(owner);
@@ -408,9 +418,14 @@ PyObject *Checker_contains_many(Checker *self, PyObject *keys) {
     }
     const uint8_t *data = static_cast<const uint8_t *>(view.buf);
     PyObject *const answer_of[2] = {Py_False, Py_True};
-    bf::KeyHash hashes[kMaxChunk];
-    const Py_ssize_t chunk = self->chunk;
+    const Py_ssize_t chunk = count < kChunk ? count : kChunk;
+    bf::KeyHash *hashes = static_cast<bf::KeyHash *>(PyMem_Malloc(sizeof(bf::KeyHash) * (chunk + 1)));
+    bool *found = static_cast<bool *>(PyMem_Malloc(chunk + 1));
     Py_ssize_t found_count = 0, filled = 0;
+    if (hashes == nullptr || found == nullptr) {
+        PyErr_NoMemory();
+        goto failed;
+    }
     for (Py_ssize_t start = 0; start < count; start += chunk) {
         const Py_ssize_t end = start + chunk < count ? start + chunk : count;
         for (Py_ssize_t i = start; i < end; i++) {
@@ -432,10 +447,10 @@ PyObject *Checker_contains_many(Checker *self, PyObject *keys) {
             }
             prefetch(self, data, hashes[i - start]);
         }
+        check_chunk(self, data, hashes, uint32_t(end - start), found);
         for (Py_ssize_t i = start; i < end; i++) {
-            const bool found = check_batched(self, data, hashes[i - start]);
-            found_count += found;
-            PyList_SET_ITEM(answers, i, answer_of[found]);
+            found_count += found[i - start];
+            PyList_SET_ITEM(answers, i, answer_of[found[i - start]]);
         }
         filled = end;
     }
@@ -443,10 +458,14 @@ PyObject *Checker_contains_many(Checker *self, PyObject *keys) {
     // is a chain through memory, a quarter of a batch's time.
     Py_SET_REFCNT(Py_True, Py_REFCNT(Py_True) + found_count);
     Py_SET_REFCNT(Py_False, Py_REFCNT(Py_False) + (count - found_count));
+    PyMem_Free(hashes);
+    PyMem_Free(found);
     PyBuffer_Release(&view);
     Py_DECREF(sequence);
     return answers;
 failed:
+    PyMem_Free(hashes);
+    PyMem_Free(found);
     Py_SET_REFCNT(Py_True, Py_REFCNT(Py_True) + found_count);
     Py_SET_REFCNT(Py_False, Py_REFCNT(Py_False) + (filled - found_count));
     PyBuffer_Release(&view);

@@ -474,3 +474,18 @@ def test_contains_hash_equals_python(name, data, added):
     for h in (-1, 1 << 64):
         with pytest.raises(ValueError, match="unsigned 64-bit"):
             checker.contains_hash(h)
+
+
+@pytest.mark.parametrize("layers", [1, 5])
+def test_batches_across_chunks(layers):
+    """Batches of every size around the compiled batch's chunk of 1024 keys answer as the
+    single checks, with keys converted by Python code (UUID subclasses) among them."""
+    keys = ["k%d" % i for i in range(5000)]
+    keys[1500:1510] = [Id(int=i) for i in range(10)]
+    if layers == 1:
+        f = Filter.empty(3000).update(keys[::2])
+    else:
+        f = Filter.from_bytes(layered_value(300, 0.01, 2, layers, keys[::2]))
+    for count in (0, 1, 1023, 1024, 1025, 2048, 2049, 5000):
+        assert f.contains_many(keys[:count]) == [f.contains(k) for k in keys[:count]], count
+    assert all(f.contains_many(keys[::2]))
