@@ -586,7 +586,12 @@ class _Index:
         self._checks += len(keys)
         maybe = ()
         if isinstance(key_type, _Composite):
-            # A loop of composite_hash and the pure-Python check for now, not a batch.
+            # With the compiled check, the batch below in C (None: not here, an error or past
+            # the bound), else a loop of composite_hash and the pure-Python check.
+            if self._fast is not None:
+                answers = self._fast.composite_many(keys)
+                if answers is not None:
+                    return answers
             hashes = [key_type.hash(key) for key in keys]
             if self._max_lag is not None and time.monotonic() - self._refreshed_at_value > self._max_lag:
                 self._stale()

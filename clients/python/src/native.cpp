@@ -753,6 +753,67 @@ fallback:
     return PyObject_CallOneArg(self->fallback, key);
 }
 
+// composite_many(keys): _Index.contains_many's answers for a list or tuple of composite keys,
+// computed as it computes them (every key hashed, then one comparison with the bound, then the
+// checks), or None where that method must answer itself: another kind of key rules, a key that
+// does not fit them (it raises the error), a copy past its bound (it answers True and warns).
+// Counts no checks: that method has.
+PyObject *FollowerCheck_composite_many(FollowerCheck *self, PyObject *keys) {
+    Checker *checker = self->checker;
+    if (checker == nullptr || self->kind != kind_composite ||
+        (!PyList_CheckExact(keys) && !PyTuple_CheckExact(keys)))
+        Py_RETURN_NONE;
+    Py_INCREF(checker);  // Python code (a key's conversion) may replace the state
+    Py_INCREF(keys);
+    const Py_ssize_t count = PySequence_Fast_GET_SIZE(keys);
+    bf::KeyHash *hashes = static_cast<bf::KeyHash *>(PyMem_Malloc(sizeof(bf::KeyHash) * (count + 1)));
+    bool *found = static_cast<bool *>(PyMem_Malloc(count + 1));
+    PyObject *answers = nullptr;
+    Py_buffer view;
+    bool viewed = false;
+    if (hashes == nullptr || found == nullptr) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (i >= PySequence_Fast_GET_SIZE(keys)) goto fallback;
+        PyObject *key = PySequence_Fast_GET_ITEM(keys, i);
+        Py_INCREF(key);
+        const int hashed = composite_hash_of(self, key, &hashes[i]);
+        Py_DECREF(key);
+        if (hashed != 0) goto fallback;
+    }
+    if (self->checker != checker || self->kind != kind_composite) goto fallback;
+    if (self->bounded && monotonic_seconds() - self->refreshed_at > self->max_lag) goto fallback;
+    if (take_buffer(checker, &view) != 0) goto fallback;
+    viewed = true;
+    answers = PyList_New(count);
+    if (answers == nullptr) goto done;
+    for (Py_ssize_t start = 0; start < count; start += kChunk) {
+        const uint32_t chunk = uint32_t(count - start < kChunk ? count - start : kChunk);
+        for (uint32_t i = 0; i < chunk; i++)
+            prefetch(checker, static_cast<const uint8_t *>(view.buf), hashes[start + i]);
+        check_chunk(checker, static_cast<const uint8_t *>(view.buf), hashes + start, chunk, found + start);
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *answer = found[i] ? Py_True : Py_False;
+        Py_INCREF(answer);
+        PyList_SET_ITEM(answers, i, answer);
+    }
+    goto done;
+fallback:
+    PyErr_Clear();  // the method raises the error, if it is one
+    answers = Py_None;
+    Py_INCREF(answers);
+done:
+    if (viewed) PyBuffer_Release(&view);
+    PyMem_Free(hashes);
+    PyMem_Free(found);
+    Py_DECREF(keys);
+    Py_DECREF(checker);
+    return answers;
+}
+
 PyObject *FollowerCheck_get_checks(FollowerCheck *self, void *) {
     return PyLong_FromUnsignedLongLong(self->checks);
 }
@@ -766,6 +827,8 @@ PyObject *FollowerCheck_take_checks(FollowerCheck *self, PyObject *) {
 PyMethodDef follower_check_methods[] = {
     {"contains", reinterpret_cast<PyCFunction>(FollowerCheck_contains), METH_O,
      "contains(key): the follower's answer, from here or from its fallback."},
+    {"composite_many", reinterpret_cast<PyCFunction>(FollowerCheck_composite_many), METH_O,
+     "composite_many(keys): contains_many's answers for composite keys, or None."},
     {"set_state", reinterpret_cast<PyCFunction>(FollowerCheck_set_state), METH_VARARGS,
      "set_state(checker, kind, columns): the copy's Checker (or None) and the key rules."},
     {"set_bound", reinterpret_cast<PyCFunction>(FollowerCheck_set_bound), METH_VARARGS,

@@ -240,3 +240,24 @@ def test_without_the_compiled_check():
     assert checked._fast is None and "contains" not in vars(checked)
     assert checked.contains("a") and not checked.contains("b") and "a" in checked
     assert checked.checks == 3
+
+
+def test_composite_batch_equals_python():
+    """contains_many of composite keys, in C where it can be: the Python method's answers and
+    errors (the first key refused), True past max_lag."""
+    rng = random.Random(5)
+    good = [("t%d" % rng.randrange(300), rng.randrange(-100, 100)) for _ in range(5000)]
+    f = composite_filter(good[::2])
+    checked = follower(f, _Composite("t_bloom", ["text", "integer"]), max_lag=30.0)
+    python = follower(f, _Composite("t_bloom", ["text", "integer"]), max_lag=30.0)
+    python._fast = None
+    for keys in (good, tuple(good), good[:1], [], [list(k) for k in good[:100]]):
+        assert checked.contains_many(keys) == python.contains_many(keys) == [python.contains(k) for k in keys]
+    for bad in (("a", 2 ** 31), ("a",), ("a", 1.0), "a", ("a", True)):
+        keys = good[:10] + [bad] + good[10:20]
+        assert outcome(checked.contains_many, keys) == outcome(python.contains_many, keys)
+        assert isinstance(outcome(checked.contains_many, keys), tuple)
+    checked._refreshed_at = python._refreshed_at = time.monotonic() - 31
+    checked._stale_warned = python._stale_warned = True
+    assert checked.contains_many(good) == [True] * len(good)
+    assert outcome(checked.contains_many, [("a", 2 ** 31)]) == outcome(python.contains_many, [("a", 2 ** 31)])
