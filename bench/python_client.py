@@ -780,6 +780,7 @@ def speed(conn, rounds=ROUNDS):
         "IndexFollower.contains_many max_lag": lambda: batch_ns(bounded.contains_many, keys, SPEED_SECONDS),
         "IndexFollower.contains (id, email)": lambda: loop_ns(composite.contains, pairs, SPEED_SECONDS),
         "IndexFollower.contains_many (id, email)": lambda: batch_ns(composite.contains_many, pairs, SPEED_SECONDS),
+        "Python method, IndexFollower": lambda: loop_ns(plain._contains_python, keys, SPEED_SECONDS),
         "Python method, IndexFollower max_lag": lambda: loop_ns(bounded._contains_python, keys, SPEED_SECONDS),
         "Python method, (id, email)": lambda: loop_ns(composite._contains_python, pairs, SPEED_SECONDS),
         "pure-Python Filter.contains": lambda: loop_ns(python.contains, keys, SPEED_SECONDS),
@@ -812,6 +813,8 @@ def speed(conn, rounds=ROUNDS):
         rows.append("speed) SQL round trip / %s|%.1f|-|-" % (name, ratio("sql", name)))
     # Its Python method is _Index.contains as it was before FollowerCheck, over the same compiled
     # check: the follower's check of the previous release, measured in the same run.
+    row("speed) IndexFollower.contains: its Python method (the check before FollowerCheck) / now",
+        round(ratio("Python method, IndexFollower", "IndexFollower.contains"), 1), ">=", 5)
     row("speed) IndexFollower.contains with max_lag: its Python method (the check before FollowerCheck) / now",
         round(ratio("Python method, IndexFollower max_lag", "IndexFollower.contains max_lag"), 1), ">=", 5)
     rows.append("speed) IndexFollower.contains (id, email): its Python method / now|%.1f|-|-"
