@@ -399,7 +399,7 @@ PyObject *Checker_contains_hash(Checker *self, PyObject *value) {
     return PyBool_FromLong(found);
 }
 
-// A batch in chunks (Checker.chunk keys): each key of a chunk hashed and the cache lines its
+// A batch in chunks (kChunk keys): each key of a chunk hashed and the cache lines its
 // check reads asked for, then each checked, so that the chunk's memory reads overlap instead of
 // each key waiting for its own (the batch's point: a loop of contains waits for each in turn).
 // The answers are picked from a table, not by a branch (nor by the layers' checks, see check()):
@@ -454,8 +454,8 @@ PyObject *Checker_contains_many(Checker *self, PyObject *keys) {
         }
         filled = end;
     }
-    // The references the list holds, taken at once: an increment a key of the same two objects
-    // is a chain through memory, a quarter of a batch's time.
+    // The references the list holds, taken at once: an increment a key on the same two objects
+    // is a chain of dependent writes to memory.
     Py_SET_REFCNT(Py_True, Py_REFCNT(Py_True) + found_count);
     Py_SET_REFCNT(Py_False, Py_REFCNT(Py_False) + (count - found_count));
     PyMem_Free(hashes);
