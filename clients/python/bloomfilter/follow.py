@@ -509,11 +509,14 @@ class _Index:
         contains() never pairs a filter with another index's key rules."""
         return self._state_value
 
+    # The setters tolerate an object whose _init_index has not run yet (no _fast): a subclass
+    # may set its state first.
     @_state.setter
     def _state(self, state):
         self._state_value = state
-        if self._fast is not None:
-            self._fast.set_state(*_fast_rules(state))
+        fast = self.__dict__.get("_fast")
+        if fast is not None:
+            fast.set_state(*_fast_rules(state))
 
     @property
     def _refreshed_at(self):
@@ -523,8 +526,9 @@ class _Index:
     @_refreshed_at.setter
     def _refreshed_at(self, value):
         self._refreshed_at_value = value
-        if self._fast is not None:
-            self._fast.set_bound(value, self.__dict__.get("_max_lag"))
+        fast = self.__dict__.get("_fast")
+        if fast is not None:
+            fast.set_bound(value, self.__dict__.get("_max_lag"))
 
     @property
     def max_lag(self):
@@ -535,8 +539,9 @@ class _Index:
     @max_lag.setter
     def max_lag(self, value):
         self._max_lag = value
-        if self._fast is not None:
-            self._fast.set_bound(self.__dict__.get("_refreshed_at_value"), value)
+        fast = self.__dict__.get("_fast")
+        if fast is not None:
+            fast.set_bound(self.__dict__.get("_refreshed_at_value"), value)
 
     @property
     def checks(self):
