@@ -448,7 +448,13 @@ def _fast_rules(state):
     if checker is None or transform is not None:
         return None, 0, ()
     if isinstance(key_type, _Composite):
-        return checker, _FAST_COMPOSITE, tuple(_FAST_COLUMNS[name] for name in key_type.types)
+        # Only columns whose values are hashed as they are: a column with an expression (a
+        # transform, where the key rules have one) is applied by contains() in Python.
+        columns = tuple(_FAST_COLUMNS.get(name) for name in key_type.types)
+        transforms = getattr(key_type, "transforms", None) or ()
+        if None in columns or any(t is not None for t in transforms):
+            return None, 0, ()
+        return checker, _FAST_COMPOSITE, columns
     kind = _FAST_KINDS.get(key_type)
     return (None, 0, ()) if kind is None else (checker, kind, ())
 

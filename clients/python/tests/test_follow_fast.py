@@ -261,3 +261,23 @@ def test_composite_batch_equals_python():
     checked._stale_warned = python._stale_warned = True
     assert checked.contains_many(good) == [True] * len(good)
     assert outcome(checked.contains_many, [("a", 2 ** 31)]) == outcome(python.contains_many, [("a", 2 ** 31)])
+
+
+def test_composite_with_an_expression_column_falls_back():
+    """Key rules the C check does not apply (a column's transform, a type it does not know):
+    every key through the Python method."""
+
+    class WithTransforms(_Composite):
+        __slots__ = ("transforms",)
+
+    rules = WithTransforms("t_bloom", ["text", "integer"])
+    rules.transforms = (str.lower, None)
+    keys = [("a", 1), ("b", 2)]
+    checked = follower(composite_filter(keys), rules, max_lag=30.0)
+    assert [checked.contains(k) for k in keys] == [checked._contains_python(k) for k in keys]
+    assert checked.contains_many(keys) == [checked._contains_python(k) for k in keys]
+    assert checked._fast.checks == 0
+    odd = _Composite("t_bloom", ["text", "citext"])
+    checked._state = (composite_filter(keys), odd, None)
+    assert outcome(checked.contains, ("a", "b")) == outcome(checked._contains_python, ("a", "b"))
+    assert checked._fast.checks == 0
