@@ -807,6 +807,141 @@ def shared_memory(workers=8):
         % (workers, filter_bytes / 1e6), round(shared, 2), "<=", 1.2)
 
 
+SPEED_SECONDS = float(os.environ.get("BENCH_SPEED_SECONDS", "1"))
+
+
+def loop_ns(check, keys, seconds):
+    """Mean wall ns per check(key) over the keys, in whole passes, for at least `seconds`: the
+    loop an application writes, the check bound to a local name (no attribute lookup a key)."""
+    checks, started = 0, time.perf_counter()
+    while True:
+        for key in keys:
+            check(key)
+        checks += len(keys)
+        elapsed = time.perf_counter() - started
+        if elapsed >= seconds:
+            return elapsed / checks * 1e9
+
+
+def batch_ns(check_many, keys, seconds):
+    """Mean wall ns per key of check_many(keys), in whole calls, for at least `seconds`."""
+    checks, started = 0, time.perf_counter()
+    while True:
+        check_many(keys)
+        checks += len(keys)
+        elapsed = time.perf_counter() - started
+        if elapsed >= seconds:
+            return elapsed / checks * 1e9
+
+
+def speed(conn, rounds=ROUNDS):
+    """Issue #44's figures, side by side in rounds whose order rotates: the SQL round trip
+    (bloom_index_contains through pgbench -M prepared, 1 client, the Unix socket) against the
+    compiled Filter.contains, IndexFollower.contains (without and with max_lag, and a composite
+    (id, email) key), the pure-Python check, a frozenset lookup of the same strings (the floor of
+    a compiled set lookup from Python: what rbloom-like libraries approach), the follower's
+    Python method over the compiled check (its contains before FollowerCheck), and the batches
+    per key against the single checks. Wall time; each figure the median of the rounds', each
+    ratio the median of the rounds' ratios."""
+    print("\n== speed: a check against a SQL round trip, the batch against the single check (issue #44)")
+    if _native_check.native is None:
+        print("skipped: bloomfilter._native is not built (cd clients/python && python3 setup.py build_ext --inplace)")
+        return
+    rng = random.Random(1)
+    numbers = rng.sample(range(2_000_000), 100_000)  # present for n < 1000000
+    keys = [str(n) for n in numbers]
+    pairs = [(n, str(n)) for n in numbers]
+    data = conn.execute("SELECT f::bytea FROM filters WHERE id = 1").fetchone()[0]
+    compiled = bloomfilter.Filter.from_bytes(data)
+    with pure_python_check():
+        python = bloomfilter.Filter.from_bytes(data)
+    plain = IndexFollower(psycopg.connect(autocommit=True), "users_email_bloom", background=False)
+    # max_lag far beyond the run: compared on every check, never passed.
+    bounded = IndexFollower(psycopg.connect(autocommit=True), "users_email_bloom", background=False,
+                            max_lag=86400)
+    composite = IndexFollower(psycopg.connect(autocommit=True), "pairs_bloom", background=False,
+                              max_lag=86400)
+    members = frozenset(keys)
+    sample, pair_sample = keys[:3000], pairs[:3000]
+    (sql,) = conn.execute("SELECT array_agg(bloom_index_contains('users_email_bloom', k) ORDER BY n) "
+                          "FROM unnest(%s::text[]) WITH ORDINALITY AS u(k, n)", [sample]).fetchone()
+    (pair_sql,) = conn.execute("SELECT array_agg(bloom_index_contains('pairs_bloom', i, e) ORDER BY n) "
+                               "FROM unnest(%s::int[], %s::text[]) WITH ORDINALITY AS u(i, e, n)",
+                               [[p[0] for p in pair_sample], [p[1] for p in pair_sample]]).fetchone()
+    (stored_sql,) = conn.execute("SELECT array_agg(bloom_contains(f, k) ORDER BY n) FROM filters, "
+                                 "unnest(%s::text[]) WITH ORDINALITY AS u(k, n) WHERE id = 1", [sample]).fetchone()
+    for answers in ([compiled.contains(k) for k in sample], compiled.contains_many(sample),
+                    [python.contains(k) for k in sample]):
+        assert answers == stored_sql
+    for answers in ([plain.contains(k) for k in sample], [bounded.contains(k) for k in sample],
+                    bounded.contains_many(sample)):
+        assert answers == sql
+    assert [composite.contains(p) for p in pair_sample] == pair_sql
+    assert [composite._contains_python(p) for p in pair_sample] == pair_sql
+    assert composite.contains_many(pair_sample) == pair_sql
+    print("keys: %d distinct texts of n, n random in [0, 2000000), present for n < 1000000 (%d present); "
+          "composite keys (n, text of n) in pairs_bloom (id integer, email text); compiled block check: %s"
+          % (len(keys), sum(compiled.contains_many(keys)), _native_check.native.check_path()))
+    steps = {
+        "sql": lambda: pgbench_us(QUERIES[0][1], LOOKUP_SECONDS) * 1e3,
+        "Filter.contains": lambda: loop_ns(compiled.contains, keys, SPEED_SECONDS),
+        "Filter.contains_many": lambda: batch_ns(compiled.contains_many, keys, SPEED_SECONDS),
+        "IndexFollower.contains": lambda: loop_ns(plain.contains, keys, SPEED_SECONDS),
+        "IndexFollower.contains max_lag": lambda: loop_ns(bounded.contains, keys, SPEED_SECONDS),
+        "IndexFollower.contains_many max_lag": lambda: batch_ns(bounded.contains_many, keys, SPEED_SECONDS),
+        "IndexFollower.contains (id, email)": lambda: loop_ns(composite.contains, pairs, SPEED_SECONDS),
+        "IndexFollower.contains_many (id, email)": lambda: batch_ns(composite.contains_many, pairs, SPEED_SECONDS),
+        "Python method, IndexFollower": lambda: loop_ns(plain._contains_python, keys, SPEED_SECONDS),
+        "Python method, IndexFollower max_lag": lambda: loop_ns(bounded._contains_python, keys, SPEED_SECONDS),
+        "Python method, (id, email)": lambda: loop_ns(composite._contains_python, pairs, SPEED_SECONDS),
+        "pure-Python Filter.contains": lambda: loop_ns(python.contains, keys, SPEED_SECONDS),
+        "frozenset.__contains__": lambda: loop_ns(members.__contains__, keys, SPEED_SECONDS),
+    }
+    names = list(steps)
+    loop_ns(compiled.contains, keys, 0.3)  # warm-up
+    pgbench_us(QUERIES[0][1], 2)
+    figures = {name: [] for name in names}
+    for number in range(rounds):
+        order = names[number % len(names):] + names[:number % len(names)]
+        for name in order:
+            figures[name].append(steps[name]())
+        print("round %d: SQL %.2f µs; %s" % (number + 1, figures["sql"][-1] / 1e3, ", ".join(
+            "%s %.1f ns" % (name, figures[name][-1]) for name in names[1:])))
+    for closing in (plain, bounded, composite):
+        closing.close()
+
+    def ratio(over, under):
+        return statistics.median(a / b for a, b in zip(figures[over], figures[under]))
+    print("medians of %d rounds (wall ns a check or a batch's key):" % rounds)
+    for name in names:
+        value = statistics.median(figures[name])
+        print("  %-40s %10.1f ns   SQL round trip / this: %7.1fx" % (name, value, ratio("sql", name)))
+    for name in ("Filter.contains", "IndexFollower.contains", "IndexFollower.contains max_lag",
+                 "IndexFollower.contains (id, email)"):
+        row("speed) SQL round trip (bloom_index_contains, pgbench -M prepared, Unix socket) / %s, "
+            "median of %d rounds" % (name, rounds), round(ratio("sql", name), 1), ">=", 100)
+    for name in ("pure-Python Filter.contains", "frozenset.__contains__", "Python method, IndexFollower max_lag"):
+        rows.append("speed) SQL round trip / %s|%.1f|-|-" % (name, ratio("sql", name)))
+    # Its Python method is _Index.contains as it was before FollowerCheck, over the same compiled
+    # check: the follower's check of the previous release, measured in the same run.
+    row("speed) IndexFollower.contains: its Python method (the check before FollowerCheck) / now",
+        round(ratio("Python method, IndexFollower", "IndexFollower.contains"), 1), ">=", 5)
+    row("speed) IndexFollower.contains with max_lag: its Python method (the check before FollowerCheck) / now",
+        round(ratio("Python method, IndexFollower max_lag", "IndexFollower.contains max_lag"), 1), ">=", 5)
+    rows.append("speed) IndexFollower.contains (id, email): its Python method / now|%.1f|-|-"
+                % ratio("Python method, (id, email)", "IndexFollower.contains (id, email)"))
+    row("speed) compiled Filter.contains / Filter.contains_many a key",
+        round(ratio("Filter.contains", "Filter.contains_many"), 2), ">=", 4)
+    row("speed) IndexFollower.contains max_lag / IndexFollower.contains_many max_lag a key",
+        round(ratio("IndexFollower.contains max_lag", "IndexFollower.contains_many max_lag"), 2), ">=", 4)
+    row("speed) IndexFollower.contains (id, email) / IndexFollower.contains_many (id, email) a key",
+        round(ratio("IndexFollower.contains (id, email)", "IndexFollower.contains_many (id, email)"), 2), ">=", 4)
+    rows.append("speed) compiled Filter.contains / frozenset.__contains__ (the rbloom-like bound)|%.2f|-|-"
+                % ratio("Filter.contains", "frozenset.__contains__"))
+    rows.append("speed) pure-Python Filter.contains / compiled Filter.contains|%.1f|-|-"
+                % ratio("pure-Python Filter.contains", "Filter.contains"))
+
+
 def print_rows():
     print("\n== python client rows")
     for line in rows:
@@ -828,6 +963,11 @@ def main():
         return
     conn = psycopg.connect(autocommit=True)
     bloomfilter.psycopg.register(conn)
+    if os.environ.get("BENCH_CLIENT_ONLY") == "speed":
+        speed(conn)
+        print_rows()
+        return
+    speed(conn)
     with pure_python_check():
         lookups(conn)
     compiled_against_python(conn)

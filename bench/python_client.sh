@@ -12,7 +12,10 @@
 # and 6 layers (alone with BENCH_CLIENT_ONLY=layered); the memory (RSS and PSS, from
 # /proc/PID/smaps_rollup) of 8 gunicorn workers following a 120 MB filter, each with its own copy
 # against one SharedIndexFollower copy for the host (alone with BENCH_CLIENT_ONLY=shared; needs
-# python3-gunicorn);
+# python3-gunicorn); issue #44's side-by-side rows (alone with BENCH_CLIENT_ONLY=speed): a SQL
+# round trip against the compiled Filter.contains, IndexFollower.contains (with max_lag, and a
+# composite key), the pure-Python check and a frozenset lookup, and each batch per key against
+# its single check;
 # the compiled check (bloomfilter._native, built here when python3-dev is installed) against the
 # pure-Python one, a check and a batch's key, on Filter and IndexFollower, side by side (the
 # other sections measure the pure-Python check, as before there was a compiled one).
@@ -26,7 +29,7 @@
 # (8, a pgbench run), BENCH_LOOKUP_ROUNDS (5 rounds that count), BENCH_ROUND_SPREAD (1.3: where
 # the kernel gives no CPU pressure figures, how much slower than its best round the check may be
 # in a round that counts), BENCH_FOLLOWER_INSERTS (10000), BENCH_PGBOUNCER_SECONDS (1, a round of
-# checks through PgBouncer).
+# checks through PgBouncer), BENCH_SPEED_SECONDS (1, a pass of checks in the speed section).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-/usr/bin/python3}
@@ -71,7 +74,13 @@ CREATE TABLE grown (email text NOT NULL);
 CREATE INDEX grown_email_bloom ON grown USING bloomfilter (email)
   WITH (capacity = 16000, error_rate = 0.01, expansion = 2);
 INSERT INTO grown SELECT i::text FROM generate_series(0, 999999) AS i;
-VACUUM (FREEZE, ANALYZE) users, filters;
+-- The speed section's composite keys: (id, email) pairs of the same numbers, in an index of two
+-- columns.
+CREATE TABLE pairs (id integer NOT NULL, email text NOT NULL);
+INSERT INTO pairs SELECT i, i::text FROM generate_series(0, 999999) AS i;
+CREATE INDEX pairs_bloom ON pairs USING bloomfilter (id, email)
+  WITH (capacity = 1000000, error_rate = 0.01);
+VACUUM (FREEZE, ANALYZE) users, filters, pairs;
 -- A large index (a 120 MB filter, built in well under a second on an empty-ish table), for the
 -- memory of 8 gunicorn workers following it, each with its own copy or one shared copy.
 CREATE TABLE big (email text NOT NULL);

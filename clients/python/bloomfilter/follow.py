@@ -46,6 +46,7 @@ import time
 import uuid
 import weakref
 
+from . import _native_check
 from ._core import DISTRIBUTION, HEADER_BYTES, Filter, LayeredFilter, __version__, _block_estimates, composite_hash
 
 __all__ = ["IndexFollower", "MultiIndexFollower", "ShardedIndexFollower", "UnsupportedIndexError",
@@ -464,11 +465,46 @@ def _past_capacity(f, estimated_count, estimated_error_rate):
             or estimated_count > 1.001 * float(f.capacity) + margin)
 
 
+# The key rules as bloomfilter._native.FollowerCheck takes them (native.cpp's KeyKind): a key
+# type's kind, and a composite key's column's (kind, lowest, highest).
+_FAST_KINDS = {None: 1, str: 2, bytes: 3, int: 4, uuid.UUID: 5}
+_FAST_COMPOSITE = 6
+_FAST_COLUMNS = {"text": (2, 0, 0), "character varying": (2, 0, 0), "bytea": (3, 0, 0),
+                 "smallint": (4, -(1 << 15), (1 << 15) - 1), "integer": (4, -(1 << 31), (1 << 31) - 1),
+                 "bigint": (4, -(1 << 63), (1 << 63) - 1), "uuid": (5, 0, 0)}
+
+
+def _fast_rules(state):
+    """FollowerCheck.set_state's arguments for a state (filter, key type, key transform): the
+    copy's compiled check and its key rules, or None (every key to _Index.contains)."""
+    if state is None:
+        return None, 0, ()
+    f, key_type, transform = state
+    checker = f._native
+    if checker is None or transform is not None:
+        return None, 0, ()
+    if isinstance(key_type, _Composite):
+        # Only columns whose values are hashed as they are: a column with an expression (a
+        # transform, where the key rules have one) is applied by contains() in Python.
+        columns = tuple(_FAST_COLUMNS.get(name) for name in key_type.types)
+        transforms = getattr(key_type, "transforms", None) or ()
+        if None in columns or any(t is not None for t in transforms):
+            return None, 0, ()
+        return checker, _FAST_COMPOSITE, columns
+    kind = _FAST_KINDS.get(key_type)
+    return (None, 0, ()) if kind is None else (checker, kind, ())
+
+
 class _Index:
     """One followed index: the copy of its filter and its key rules, its WAL position, its
     counters and events, and the answers from them. IndexFollower is one with a connection and
     a thread of its own, MultiIndexFollower holds several on one connection, AsyncIndexFollower
-    is one refreshed by a task of an event loop."""
+    is one refreshed by a task of an event loop.
+
+    With the compiled check, an instance's contains is a bloomfilter._native.FollowerCheck's:
+    contains() below in C for the keys and states it can answer as that method does (the copy,
+    key rules and bound it is given as _state, _refreshed_at and max_lag are set), and that
+    method for everything else (past max_lag, other keys, errors)."""
 
     # Seconds between two checks of the copy against the index's capacity while pages change
     # (each full read is checked at once). A check reads every block of the copy: 2 ms for a
@@ -476,6 +512,12 @@ class _Index:
     capacity_check_interval = 60.0
 
     def _init_index(self, index_name, max_lag, on_event):
+        self._fast = None
+        self._checks = 0
+        native = _native_check.native
+        if native is not None:
+            self._fast = native.FollowerCheck(self._contains_python)
+            self.contains = self._fast.contains
         self.index_name = index_name
         self.max_lag = max_lag
         self.on_event = on_event
@@ -496,19 +538,69 @@ class _Index:
         self.refreshes = 0
         self.reloads = 0
         self.errors = 0             # refreshes that failed
-        self.checks = 0             # keys checked, by contains() and contains_many()
         self.last_rows = 0          # rows of the last refresh's query
         self.last_bytes = 0         # filter bytes the last refresh's query moved (header included)
         self.estimated_count = None  # keys in the copy, as of the last capacity check
         self.over_capacity = False
+
+    # -- what FollowerCheck answers from, given to it as it is set ---------------------------
+
+    @property
+    def _state(self):
+        """(filter, key type, key transform) of the index, replaced as one by a reload, so that
+        contains() never pairs a filter with another index's key rules."""
+        return self._state_value
+
+    # The setters tolerate an object whose _init_index has not run yet (no _fast): a subclass
+    # may set its state first.
+    @_state.setter
+    def _state(self, state):
+        self._state_value = state
+        fast = self.__dict__.get("_fast")
+        if fast is not None:
+            fast.set_state(*_fast_rules(state))
+
+    @property
+    def _refreshed_at(self):
+        """time.monotonic() at the start of the last successful refresh."""
+        return self._refreshed_at_value
+
+    @_refreshed_at.setter
+    def _refreshed_at(self, value):
+        self._refreshed_at_value = value
+        fast = self.__dict__.get("_fast")
+        if fast is not None:
+            fast.set_bound(value, self.__dict__.get("_max_lag"))
+
+    @property
+    def max_lag(self):
+        """Seconds: once the last successful refresh is older, contains() answers True (None:
+        no bound)."""
+        return self._max_lag
+
+    @max_lag.setter
+    def max_lag(self, value):
+        self._max_lag = value
+        fast = self.__dict__.get("_fast")
+        if fast is not None:
+            fast.set_bound(self.__dict__.get("_refreshed_at_value"), value)
+
+    @property
+    def checks(self):
+        """Keys checked, by contains() and contains_many()."""
+        return self._checks + (0 if self._fast is None else self._fast.checks)
+
+    @checks.setter
+    def checks(self, value):
+        self._checks = value - (0 if self._fast is None else self._fast.checks)
 
     # -- answers --------------------------------------------------------------------------
 
     def contains(self, key):
         """False: no row committed before the last successful refresh has this key (after the
         index's expression, if any); True: one probably has."""
-        self.checks += 1
-        f, key_type, transform = self._state
+        self._checks += 1
+        f, key_type, transform = self._state_value
         if isinstance(key_type, _Composite):
             # A tuple of the key columns' values: hashed here (composite_hash) and checked by its
             # hash in pure Python, never handed to the compiled check as a key.
@@ -516,7 +608,7 @@ class _Index:
                 h = key_type.hash(key)
             except _Unreproducible:
                 return True
-            if self.max_lag is not None and time.monotonic() - self._refreshed_at > self.max_lag:
+            if self._max_lag is not None and time.monotonic() - self._refreshed_at_value > self._max_lag:
                 self._stale()
                 return True
             return f.contains_hash(h)
@@ -524,12 +616,15 @@ class _Index:
             key = _check_key(self.index_name, key_type, transform, key)
         except _Unreproducible:
             return True
-        if self.max_lag is not None and time.monotonic() - self._refreshed_at > self.max_lag:
+        if self._max_lag is not None and time.monotonic() - self._refreshed_at_value > self._max_lag:
             self._stale()
             return True
         return f.contains(key)
 
-    __contains__ = contains
+    _contains_python = contains
+
+    def __contains__(self, key):
+        return self.contains(key)
 
     def contains_many(self, keys):
         """[contains(key) for key in keys], a list of bools, from one look at the copy: one
@@ -537,13 +632,18 @@ class _Index:
         batch check (Filter.contains_many). A key contains() refuses raises its error."""
         if not isinstance(keys, (list, tuple)):
             keys = list(keys)
-        f, key_type, transform = self._state
-        self.checks += len(keys)
+        f, key_type, transform = self._state_value
+        self._checks += len(keys)
         maybe = ()
         if isinstance(key_type, _Composite):
-            # A loop of composite_hash and the pure-Python check for now, not a batch.
+            # With the compiled check, the batch below in C (None: not here, an error or past
+            # the bound), else a loop of composite_hash and the pure-Python check.
+            if self._fast is not None:
+                answers = self._fast.composite_many(keys)
+                if answers is not None:
+                    return answers
             hashes = [_maybe_hash(key_type, key) for key in keys]
-            if self.max_lag is not None and time.monotonic() - self._refreshed_at > self.max_lag:
+            if self._max_lag is not None and time.monotonic() - self._refreshed_at_value > self._max_lag:
                 self._stale()
                 return [True] * len(keys)
             contains_hash = f.contains_hash
@@ -562,7 +662,7 @@ class _Index:
             if not all(issubclass(kind, key_type) for kind in kinds):
                 for key in keys:  # the error of the first key contains() refuses
                     _check_key(self.index_name, key_type, None, key)
-        if self.max_lag is not None and time.monotonic() - self._refreshed_at > self.max_lag:
+        if self._max_lag is not None and time.monotonic() - self._refreshed_at_value > self._max_lag:
             self._stale()
             return [True] * len(keys)
         answers = f.contains_many(keys)

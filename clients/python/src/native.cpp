@@ -13,6 +13,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <ctime>
+
 #include "bloom.hpp"
 
 namespace bf = bloomfilter;
@@ -85,10 +87,16 @@ struct KeyBytes {
 
 // The bytes _core.key_bytes(key) gives, without a call for the common kinds; 0, or -1 with the
 // exception key_bytes raises.
-int key_bytes_of(Checker *self, PyObject *key, KeyBytes *out) {
+inline int key_bytes_of(Checker *self, PyObject *key, KeyBytes *out) {
     out->held = nullptr;
     PyTypeObject *type = Py_TYPE(key);
     if (type == &PyUnicode_Type) {
+        // An ASCII str is its UTF-8 bytes, held in the object itself: no call.
+        if (PyUnicode_IS_COMPACT_ASCII(key)) {
+            out->data = static_cast<const char *>(PyUnicode_DATA(key));
+            out->length = PyUnicode_GET_LENGTH(key);
+            return 0;
+        }
         out->data = PyUnicode_AsUTF8AndSize(key, &out->length);
         return out->data == nullptr ? -1 : 0;
     }
@@ -130,7 +138,7 @@ int key_bytes_of(Checker *self, PyObject *key, KeyBytes *out) {
 }
 
 // The key's hash as the checker's layers use it; 0, or -1 with an exception.
-int hash_key(Checker *self, PyObject *key, bf::KeyHash *out) {
+inline int hash_key(Checker *self, PyObject *key, bf::KeyHash *out) {
     KeyBytes bytes;
     if (key_bytes_of(self, key, &bytes) != 0) return -1;
     *out = bf::hash_bytes(self->hash_version, bytes.data, size_t(bytes.length));
@@ -153,6 +161,40 @@ int take_buffer(Checker *self, Py_buffer *view) {
     return 0;
 }
 
+// The checked value's bytes for one check during which no Python code runs (the key already
+// hashed): a bytearray's (a Filter's) read in place, since nothing can resize it before the check
+// ends; any other owner's through take_buffer. 0, or -1 with take_buffer's ValueError.
+struct View {
+    const uint8_t *data;
+    bool held;
+    Py_buffer buffer;
+};
+
+inline int take_view(Checker *self, View *view) {
+    PyObject *owner = self->owner;
+    if (Py_TYPE(owner) == &PyByteArray_Type) {
+        const uint8_t *data = reinterpret_cast<const uint8_t *>(PyByteArray_AS_STRING(owner));
+        if (uint64_t(PyByteArray_GET_SIZE(owner)) != self->length ||
+            std::memcmp(data, self->header, kCheckedHeader) != 0) {
+            PyErr_SetString(PyExc_ValueError,
+                            "the filter's buffer changed under its check: its length or header is "
+                            "no longer the value's it was made for");
+            return -1;
+        }
+        view->data = data;
+        view->held = false;
+        return 0;
+    }
+    if (take_buffer(self, &view->buffer) != 0) return -1;
+    view->data = static_cast<const uint8_t *>(view->buffer.buf);
+    view->held = true;
+    return 0;
+}
+
+inline void release_view(View *view) {
+    if (view->held) PyBuffer_Release(&view->buffer);
+}
+
 // Every layer is checked, with no branch on an answer: the answers of a batch are a coin toss
 // to the branch predictor, and a mispredicted branch costs more than a layer's check.
 inline bool check(const Checker *self, const uint8_t *data, bf::KeyHash h) {
@@ -163,6 +205,91 @@ inline bool check(const Checker *self, const uint8_t *data, bf::KeyHash h) {
         found |= ref.contains(h);
     }
     return found;
+}
+
+// Asks for the cache lines a key's check will read, in every layer: version 2, the line of each
+// bit position (one multiply each); version 1, the block's lines (its positions cost a
+// finalizer each), at most 8.
+inline void prefetch(const Checker *self, const uint8_t *data, bf::KeyHash h) {
+    for (uint32_t n = 0; n < self->count; n++) {
+        const bf::FilterRef &ref = self->layer[n];
+        const uint8_t *block = data + self->offset[n] + bf::key_block_offset(h, ref.version, ref.blocks,
+                                                                              ref.block_log2);
+        if (ref.version == bf::kFormatVersion2) {
+            const uint32_t shift = 64 - ref.block_log2;
+            for (uint32_t i = 0; i < ref.hashes; i++)
+                __builtin_prefetch(block + 64 * ((h.low * bf::position_multiplier(i)) >> shift >> 9));
+        } else {
+            const uint64_t lines = (uint64_t(1) << (ref.block_log2 - 3)) / 64;
+            for (uint64_t line = 0; line < lines && line < 8; line++)
+                __builtin_prefetch(block + 64 * line);
+        }
+    }
+}
+
+// The keys of a batch hashed (and their lines asked for) before the first of them is checked.
+// Checking a long run of hashed keys lets the processor overlap their memory reads: on a 1.2 MB
+// filter (AMD EPYC), 11 to 12 ns a key from 512 keys up against 13 to 16 from 45 to 90.
+constexpr Py_ssize_t kChunk = 1024;
+
+// A layer's check of a chunk of keys, found[i] |= whether it holds key i: for a version 2 layer
+// of K <= 16 hashes, scalar_block_contains() unrolled with the multipliers as constants (the same
+// positions, for_each_position's, and the same branchless test) in a loop the compiler sees
+// whole; else the core's scalar test. One call a chunk and layer, none a key.
+template <uint32_t K>
+void unrolled_chunk_check(const bf::FilterRef &layer, const uint8_t *data, const bf::KeyHash *hashes,
+                          uint32_t count, bool *found) {
+    const uint32_t blocks = layer.blocks, block_log2 = layer.block_log2, shift = 64 - block_log2;
+    for (uint32_t i = 0; i < count; i++) {
+        const uint64_t h = hashes[i].low;
+        const uint8_t *block = data + bf::block_offset(bf::block_index(h, blocks), block_log2);
+        uint64_t all_set = 1;
+#pragma GCC unroll 16
+        for (uint32_t n = 0; n < K; n++) {
+            const uint32_t bit = uint32_t((h * bf::kMultipliers.m[n]) >> shift);
+            all_set &= bf::load_u64(block + 8 * (bit >> 6)) >> (bit & 63);
+        }
+        found[i] |= (all_set & 1) != 0;
+    }
+}
+
+void scalar_chunk_check(const bf::FilterRef &layer, const uint8_t *data, const bf::KeyHash *hashes,
+                        uint32_t count, bool *found) {
+    for (uint32_t i = 0; i < count; i++) {
+        const uint8_t *block = data + bf::key_block_offset(hashes[i], layer.version, layer.blocks,
+                                                           layer.block_log2);
+        found[i] |= bf::scalar_block_contains(block, hashes[i], layer.version, layer.hashes,
+                                              layer.block_log2);
+    }
+}
+
+using ChunkCheck = void (*)(const bf::FilterRef &layer, const uint8_t *data,
+                            const bf::KeyHash *hashes, uint32_t count, bool *found);
+constexpr uint32_t kUnrolledMaxHashes = 16;
+constexpr ChunkCheck kUnrolled[kUnrolledMaxHashes + 1] = {
+    scalar_chunk_check,
+    unrolled_chunk_check<1>,  unrolled_chunk_check<2>,  unrolled_chunk_check<3>,
+    unrolled_chunk_check<4>,  unrolled_chunk_check<5>,  unrolled_chunk_check<6>,
+    unrolled_chunk_check<7>,  unrolled_chunk_check<8>,  unrolled_chunk_check<9>,
+    unrolled_chunk_check<10>, unrolled_chunk_check<11>, unrolled_chunk_check<12>,
+    unrolled_chunk_check<13>, unrolled_chunk_check<14>, unrolled_chunk_check<15>,
+    unrolled_chunk_check<16>,
+};
+
+ChunkCheck chunk_check_for(const bf::FilterRef &layer) {
+    if (layer.version == bf::kFormatVersion2 && layer.hashes <= kUnrolledMaxHashes)
+        return kUnrolled[layer.hashes];
+    return scalar_chunk_check;
+}
+
+// check() of a chunk of keys whose lines were asked for (prefetch), every layer's answer or'ed.
+inline void check_chunk(const Checker *self, const uint8_t *data, const bf::KeyHash *hashes,
+                        uint32_t count, bool *found) {
+    std::memset(found, 0, count);
+    for (uint32_t n = self->count; n-- > 0;) {
+        const bf::FilterRef &layer = self->layer[n];
+        chunk_check_for(layer)(layer, data + self->offset[n], hashes, count, found);
+    }
 }
 
 int Checker_init(Checker *self, PyObject *args, PyObject *kwargs) {
@@ -240,18 +367,43 @@ PyObject *Checker_contains(Checker *self, PyObject *key) {
     if (!ready(self)) return nullptr;
     bf::KeyHash h;
     if (hash_key(self, key, &h) != 0) return nullptr;
-    Py_buffer view;
-    if (take_buffer(self, &view) != 0) return nullptr;
-    const bool found = check(self, static_cast<const uint8_t *>(view.buf), h);
-    PyBuffer_Release(&view);
+    View view;
+    if (take_view(self, &view) != 0) return nullptr;
+    const bool found = check(self, view.data, h);
+    release_view(&view);
     return PyBool_FromLong(found);
 }
 
+// contains_hash(h): the check of a key by its version 2 hash (composite keys), as
+// Filter.contains_hash and LayeredFilter.contains_hash answer.
+PyObject *Checker_contains_hash(Checker *self, PyObject *value) {
+    if (!ready(self)) return nullptr;
+    if (self->hash_version != bf::kFormatVersion2) {
+        PyErr_Format(PyExc_ValueError, "contains_hash takes a format version 2 filter, not version %u",
+                     unsigned(self->hash_version));
+        return nullptr;
+    }
+    if (!PyLong_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "a key hash is an int, not %.200s", Py_TYPE(value)->tp_name);
+        return nullptr;
+    }
+    const unsigned long long low = PyLong_AsUnsignedLongLong(value);
+    if (low == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
+        PyErr_SetString(PyExc_ValueError, "a key hash is an unsigned 64-bit number");
+        return nullptr;
+    }
+    View view;
+    if (take_view(self, &view) != 0) return nullptr;
+    const bool found = check(self, view.data, bf::KeyHash{low, 0});
+    release_view(&view);
+    return PyBool_FromLong(found);
+}
+
+// A batch in chunks (kChunk keys): each key of a chunk hashed and the cache lines its
+// check reads asked for, then each checked, so that the chunk's memory reads overlap instead of
+// each key waiting for its own (the batch's point: a loop of contains waits for each in turn).
 // The answers are picked from a table, not by a branch (nor by the layers' checks, see check()):
-// a batch's answers are a coin toss to the branch predictor, and the mispredicted branches cost
-// about a quarter of the time of a batch half of whose keys are present (24 against 18 ns a key
-// on a 1M-key filter). Prefetching each key's cache lines a few dozen keys ahead gained nothing
-// measurable, from 1.2 MB to 60 MB filters (AMD EPYC).
+// a batch's answers are a coin toss to the branch predictor.
 PyObject *Checker_contains_many(Checker *self, PyObject *keys) {
     if (!ready(self)) return nullptr;
     PyObject *sequence = PySequence_Fast(keys, "contains_many takes an iterable of keys");
@@ -266,28 +418,56 @@ PyObject *Checker_contains_many(Checker *self, PyObject *keys) {
     }
     const uint8_t *data = static_cast<const uint8_t *>(view.buf);
     PyObject *const answer_of[2] = {Py_False, Py_True};
-    for (Py_ssize_t i = 0; i < count; i++) {
-        // A key converted by key_bytes runs Python code, which may change a list of keys.
-        if (i >= PySequence_Fast_GET_SIZE(sequence)) {
-            PyErr_SetString(PyExc_RuntimeError, "the keys changed during contains_many");
-            goto failed;
-        }
-        {
-            PyObject *key = PySequence_Fast_GET_ITEM(sequence, i);
-            bf::KeyHash h;
-            Py_INCREF(key);
-            const int hashed = hash_key(self, key, &h);
-            Py_DECREF(key);
-            if (hashed != 0) goto failed;
-            PyObject *answer = answer_of[check(self, data, h)];
-            Py_INCREF(answer);
-            PyList_SET_ITEM(answers, i, answer);
-        }
+    const Py_ssize_t chunk = count < kChunk ? count : kChunk;
+    bf::KeyHash *hashes = static_cast<bf::KeyHash *>(PyMem_Malloc(sizeof(bf::KeyHash) * (chunk + 1)));
+    bool *found = static_cast<bool *>(PyMem_Malloc(chunk + 1));
+    Py_ssize_t found_count = 0, filled = 0;
+    if (hashes == nullptr || found == nullptr) {
+        PyErr_NoMemory();
+        goto failed;
     }
+    for (Py_ssize_t start = 0; start < count; start += chunk) {
+        const Py_ssize_t end = start + chunk < count ? start + chunk : count;
+        for (Py_ssize_t i = start; i < end; i++) {
+            // A key converted by key_bytes runs Python code, which may change a list of keys.
+            if (i >= PySequence_Fast_GET_SIZE(sequence)) {
+                PyErr_SetString(PyExc_RuntimeError, "the keys changed during contains_many");
+                goto failed;
+            }
+            PyObject *key = PySequence_Fast_GET_ITEM(sequence, i);
+            if (Py_TYPE(key) == &PyUnicode_Type && PyUnicode_IS_COMPACT_ASCII(key)) {
+                // The common key, hashed with no call and no Python code: no reference taken.
+                hashes[i - start] = bf::hash_bytes(self->hash_version, PyUnicode_DATA(key),
+                                                   size_t(PyUnicode_GET_LENGTH(key)));
+            } else {
+                Py_INCREF(key);
+                const int hashed = hash_key(self, key, &hashes[i - start]);
+                Py_DECREF(key);
+                if (hashed != 0) goto failed;
+            }
+            prefetch(self, data, hashes[i - start]);
+        }
+        check_chunk(self, data, hashes, uint32_t(end - start), found);
+        for (Py_ssize_t i = start; i < end; i++) {
+            found_count += found[i - start];
+            PyList_SET_ITEM(answers, i, answer_of[found[i - start]]);
+        }
+        filled = end;
+    }
+    // The references the list holds, taken at once: an increment a key on the same two objects
+    // is a chain of dependent writes to memory.
+    Py_SET_REFCNT(Py_True, Py_REFCNT(Py_True) + found_count);
+    Py_SET_REFCNT(Py_False, Py_REFCNT(Py_False) + (count - found_count));
+    PyMem_Free(hashes);
+    PyMem_Free(found);
     PyBuffer_Release(&view);
     Py_DECREF(sequence);
     return answers;
 failed:
+    PyMem_Free(hashes);
+    PyMem_Free(found);
+    Py_SET_REFCNT(Py_True, Py_REFCNT(Py_True) + found_count);
+    Py_SET_REFCNT(Py_False, Py_REFCNT(Py_False) + (filled - found_count));
     PyBuffer_Release(&view);
     Py_DECREF(sequence);
     Py_DECREF(answers);  // its unset items are NULL, which a list's deallocation skips
@@ -301,6 +481,8 @@ PyObject *Checker_get_layers(Checker *self, void *) {
 PyMethodDef checker_methods[] = {
     {"contains", reinterpret_cast<PyCFunction>(Checker_contains), METH_O,
      "contains(key): False, the key was certainly never added; True, it probably was."},
+    {"contains_hash", reinterpret_cast<PyCFunction>(Checker_contains_hash), METH_O,
+     "contains_hash(h): contains() of a key by its version 2 hash (an unsigned 64-bit int)."},
     {"contains_many", reinterpret_cast<PyCFunction>(Checker_contains_many), METH_O,
      "contains_many(keys): [contains(key) for key in keys]."},
     {nullptr, nullptr, 0, nullptr},
@@ -314,11 +496,361 @@ PyGetSetDef checker_getset[] = {
 
 PyTypeObject CheckerType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
+// -- FollowerCheck: an index follower's contains(key) ----------------------------------------
+//
+// bloomfilter.follow's _Index.contains in C for the keys and states it can answer exactly as
+// that method does: the follower's copy (a Checker), its key rules (the kinds below) and its
+// bound (max_lag seconds after the last successful refresh, read from the clock time.monotonic
+// reads, as it computes it). Anything else (a key of another type, a copy past its bound, an
+// error, a state it was not given) goes to the follower's own method (`fallback`), which answers,
+// warns, calls on_event and raises as before: this type never answers where that method would
+// not, and never says "absent" where it would say "maybe".
+
+enum KeyKind : int {
+    kind_off = 0,        // every key to the fallback
+    kind_any = 1,        // key_type None: the key as Filter.contains takes it
+    kind_str = 2,        // exact str
+    kind_bytes = 3,      // exact bytes or bytearray
+    kind_int = 4,        // exact int (not bool)
+    kind_uuid = 5,       // exact uuid.UUID
+    kind_composite = 6,  // an exact tuple or list of one value per column, by `columns`
+};
+
+struct Column {
+    int kind;            // kind_str, kind_bytes, kind_int or kind_uuid
+    long long low, high;  // kind_int: the column type's range, [low, high]
+};
+
+struct FollowerCheck {
+    PyObject ob_base;
+    PyObject *fallback;  // the follower's contains, in Python
+    Checker *checker;    // the copy's check, or null (every key to the fallback)
+    int kind;
+    uint32_t column_count;
+    Column columns[bf::kMaxKeyParts];
+    bool bounded;        // max_lag given
+    double refreshed_at, max_lag;
+    unsigned long long checks;  // keys answered here (the fallback counts its own)
+};
+
+PyTypeObject FollowerCheckType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+// time.monotonic(), computed as CPython computes it (clock_gettime(CLOCK_MONOTONIC) in integer
+// nanoseconds, then _PyTime_AsSecondsDouble): the same double for the same clock reading.
+double monotonic_seconds() {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    const long long t = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    if (t % 1000000000LL == 0) return double(t / 1000000000LL);
+    volatile double d = double(t);
+    d /= 1e9;
+    return d;
+}
+
+PyObject *monotonic(PyObject *, PyObject *) { return PyFloat_FromDouble(monotonic_seconds()); }
+
+int FollowerCheck_init(FollowerCheck *self, PyObject *args, PyObject *kwargs) {
+    static const char *keywords[] = {"fallback", nullptr};
+    PyObject *fallback;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:FollowerCheck", const_cast<char **>(keywords),
+                                     &fallback))
+        return -1;
+    if (!PyCallable_Check(fallback)) {
+        PyErr_SetString(PyExc_TypeError, "fallback must be callable");
+        return -1;
+    }
+    Py_INCREF(fallback);
+    Py_XSETREF(self->fallback, fallback);
+    Py_CLEAR(self->checker);
+    self->kind = kind_off;
+    self->bounded = false;
+    return 0;
+}
+
+int FollowerCheck_traverse(FollowerCheck *self, visitproc visit, void *arg) {
+    Py_VISIT(self->fallback);
+    Py_VISIT(reinterpret_cast<PyObject *>(self->checker));
+    return 0;
+}
+
+int FollowerCheck_clear(FollowerCheck *self) {
+    Py_CLEAR(self->fallback);
+    Py_CLEAR(self->checker);
+    return 0;
+}
+
+void FollowerCheck_dealloc(FollowerCheck *self) {
+    PyObject_GC_UnTrack(self);
+    FollowerCheck_clear(self);
+    Py_TYPE(self)->tp_free(reinterpret_cast<PyObject *>(self));
+}
+
+// set_state(checker, kind, columns): the copy's Checker (None: every key to the fallback), the
+// key kind and, for kind_composite, a tuple of (kind, low, high) per column.
+PyObject *FollowerCheck_set_state(FollowerCheck *self, PyObject *args) {
+    PyObject *checker, *columns;
+    int kind;
+    if (!PyArg_ParseTuple(args, "OiO:set_state", &checker, &kind, &columns)) return nullptr;
+    if (checker != Py_None && !PyObject_TypeCheck(checker, &CheckerType)) {
+        PyErr_SetString(PyExc_TypeError, "set_state takes a Checker or None");
+        return nullptr;
+    }
+    if (kind < kind_off || kind > kind_composite) {
+        PyErr_SetString(PyExc_ValueError, "unknown key kind");
+        return nullptr;
+    }
+    Column parsed[bf::kMaxKeyParts];
+    uint32_t count = 0;
+    if (kind == kind_composite) {
+        if (!PyTuple_Check(columns) || PyTuple_GET_SIZE(columns) < 1 ||
+            PyTuple_GET_SIZE(columns) > Py_ssize_t(bf::kMaxKeyParts)) {
+            PyErr_SetString(PyExc_ValueError, "a composite key has a tuple of 1 to 8 columns");
+            return nullptr;
+        }
+        count = uint32_t(PyTuple_GET_SIZE(columns));
+        for (uint32_t n = 0; n < count; n++) {
+            Column &column = parsed[n];
+            if (!PyArg_ParseTuple(PyTuple_GET_ITEM(columns, n), "iLL", &column.kind, &column.low,
+                                  &column.high))
+                return nullptr;
+            if (column.kind < kind_str || column.kind > kind_uuid) {
+                PyErr_SetString(PyExc_ValueError, "unknown column kind");
+                return nullptr;
+            }
+        }
+    }
+    // A checker of version 1 hashes has no composite check (contains_hash refuses it).
+    if (kind == kind_composite && checker != Py_None &&
+        reinterpret_cast<Checker *>(checker)->hash_version != bf::kFormatVersion2)
+        kind = kind_off;
+    if (checker == Py_None || (checker != Py_None && reinterpret_cast<Checker *>(checker)->owner == nullptr))
+        kind = kind_off;
+    Py_XINCREF(checker == Py_None ? nullptr : checker);
+    Checker *previous = self->checker;
+    self->checker = checker == Py_None ? nullptr : reinterpret_cast<Checker *>(checker);
+    self->kind = kind;
+    self->column_count = count;
+    std::memcpy(self->columns, parsed, sizeof(Column) * count);
+    Py_XDECREF(reinterpret_cast<PyObject *>(previous));
+    Py_RETURN_NONE;
+}
+
+// set_bound(refreshed_at, max_lag): the follower's; True when answered here, False when every
+// key goes to the fallback (a bound this type cannot compare as Python does).
+PyObject *FollowerCheck_set_bound(FollowerCheck *self, PyObject *args) {
+    PyObject *refreshed_at, *max_lag;
+    if (!PyArg_ParseTuple(args, "OO:set_bound", &refreshed_at, &max_lag)) return nullptr;
+    self->bounded = true;
+    self->refreshed_at = 0;
+    self->max_lag = -1;  // until known: always past the bound, so every key to the fallback
+    if (max_lag == Py_None) {
+        self->bounded = false;
+        Py_RETURN_TRUE;
+    }
+    if (!PyFloat_CheckExact(refreshed_at)) Py_RETURN_FALSE;
+    double bound;
+    if (PyFloat_CheckExact(max_lag)) {
+        bound = PyFloat_AS_DOUBLE(max_lag);
+    } else if (PyLong_CheckExact(max_lag)) {
+        // An int compares with a float exactly in Python; as a double, exactly when it is one.
+        int overflow = 0;
+        const long long value = PyLong_AsLongLongAndOverflow(max_lag, &overflow);
+        if (overflow != 0 || value > (1LL << 53) || value < -(1LL << 53)) Py_RETURN_FALSE;
+        bound = double(value);
+    } else {
+        Py_RETURN_FALSE;  // a Decimal, a Fraction...: Python's comparison, in the fallback
+    }
+    self->refreshed_at = PyFloat_AS_DOUBLE(refreshed_at);
+    self->max_lag = bound;
+    Py_RETURN_TRUE;
+}
+
+// A composite key's version 2 hash; 0, or -1 when the fallback must answer (an exception set
+// or not).
+int composite_hash_of(FollowerCheck *self, PyObject *key, bf::KeyHash *out) {
+    PyTypeObject *type = Py_TYPE(key);
+    if (type != &PyTuple_Type && type != &PyList_Type) return -1;
+    if (PySequence_Fast_GET_SIZE(key) != Py_ssize_t(self->column_count)) return -1;
+    bf::CompositeKey composite;
+    for (uint32_t n = 0; n < self->column_count; n++) {
+        // A uuid.UUID's bytes run Python code, which may change a list: read it again each time.
+        if (Py_ssize_t(n) >= PySequence_Fast_GET_SIZE(key)) return -1;
+        PyObject *value = PySequence_Fast_GET_ITEM(key, n);
+        PyTypeObject *value_type = Py_TYPE(value);
+        const Column &column = self->columns[n];
+        bool fits;
+        switch (column.kind) {
+            case kind_str: fits = value_type == &PyUnicode_Type; break;
+            case kind_bytes: fits = value_type == &PyBytes_Type || value_type == &PyByteArray_Type; break;
+            case kind_int: {
+                fits = value_type == &PyLong_Type;
+                if (fits) {
+                    int overflow = 0;
+                    const long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+                    if (v == -1 && PyErr_Occurred()) return -1;
+                    fits = overflow == 0 && v >= column.low && v <= column.high;
+                }
+                break;
+            }
+            default: fits = reinterpret_cast<PyObject *>(value_type) == uuid_type; break;
+        }
+        if (!fits) return -1;
+        KeyBytes bytes;
+        Py_INCREF(value);
+        const int converted = key_bytes_of(self->checker, value, &bytes);
+        Py_DECREF(value);
+        if (converted != 0) return -1;
+        composite.add(bf::hash_bytes(bf::kFormatVersion2, bytes.data, size_t(bytes.length)).low);
+        Py_XDECREF(bytes.held);
+    }
+    *out = composite.hash();
+    return 0;
+}
+
+PyObject *FollowerCheck_contains(FollowerCheck *self, PyObject *key) {
+    Checker *checker = self->checker;
+    if (checker == nullptr || self->kind == kind_off) goto fallback;
+    // Past the bound (as _Index.contains computes it: now - refreshed_at > max_lag), the
+    // fallback answers True, warns and calls on_event.
+    if (self->bounded && monotonic_seconds() - self->refreshed_at > self->max_lag) goto fallback;
+    {
+        bf::KeyHash h;
+        PyTypeObject *type = Py_TYPE(key);
+        switch (self->kind) {
+            case kind_any: break;
+            case kind_str: if (type != &PyUnicode_Type) goto fallback; break;
+            case kind_bytes:
+                if (type != &PyBytes_Type && type != &PyByteArray_Type) goto fallback;
+                break;
+            case kind_int: if (type != &PyLong_Type) goto fallback; break;
+            case kind_uuid:
+                if (reinterpret_cast<PyObject *>(type) != uuid_type) goto fallback;
+                break;
+            default: break;
+        }
+        Py_INCREF(checker);  // Python code (a key's conversion) may replace the state
+        int hashed;
+        if (self->kind == kind_composite) {
+            hashed = composite_hash_of(self, key, &h);
+        } else {
+            Py_INCREF(key);
+            hashed = hash_key(checker, key, &h);
+            Py_DECREF(key);
+        }
+        View view;
+        if (hashed != 0 || take_view(checker, &view) != 0) {
+            Py_DECREF(checker);
+            PyErr_Clear();  // the fallback raises the error, if it is one
+            goto fallback;
+        }
+        const bool found = check(checker, view.data, h);
+        release_view(&view);
+        Py_DECREF(checker);
+        self->checks++;
+        return PyBool_FromLong(found);
+    }
+fallback:
+    return PyObject_CallOneArg(self->fallback, key);
+}
+
+// composite_many(keys): _Index.contains_many's answers for a list or tuple of composite keys,
+// computed as it computes them (every key hashed, then one comparison with the bound, then the
+// checks), or None where that method must answer itself: another kind of key rules, a key that
+// does not fit them (it raises the error), a copy past its bound (it answers True and warns).
+// Counts no checks: that method has.
+PyObject *FollowerCheck_composite_many(FollowerCheck *self, PyObject *keys) {
+    Checker *checker = self->checker;
+    if (checker == nullptr || self->kind != kind_composite ||
+        (!PyList_CheckExact(keys) && !PyTuple_CheckExact(keys)))
+        Py_RETURN_NONE;
+    Py_INCREF(checker);  // Python code (a key's conversion) may replace the state
+    Py_INCREF(keys);
+    const Py_ssize_t count = PySequence_Fast_GET_SIZE(keys);
+    bf::KeyHash *hashes = static_cast<bf::KeyHash *>(PyMem_Malloc(sizeof(bf::KeyHash) * (count + 1)));
+    bool *found = static_cast<bool *>(PyMem_Malloc(count + 1));
+    PyObject *answers = nullptr;
+    Py_buffer view;
+    bool viewed = false;
+    if (hashes == nullptr || found == nullptr) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (i >= PySequence_Fast_GET_SIZE(keys)) goto fallback;
+        PyObject *key = PySequence_Fast_GET_ITEM(keys, i);
+        Py_INCREF(key);
+        const int hashed = composite_hash_of(self, key, &hashes[i]);
+        Py_DECREF(key);
+        if (hashed != 0) goto fallback;
+    }
+    if (self->checker != checker || self->kind != kind_composite) goto fallback;
+    if (self->bounded && monotonic_seconds() - self->refreshed_at > self->max_lag) goto fallback;
+    if (take_buffer(checker, &view) != 0) goto fallback;
+    viewed = true;
+    answers = PyList_New(count);
+    if (answers == nullptr) goto done;
+    for (Py_ssize_t start = 0; start < count; start += kChunk) {
+        const uint32_t chunk = uint32_t(count - start < kChunk ? count - start : kChunk);
+        for (uint32_t i = 0; i < chunk; i++)
+            prefetch(checker, static_cast<const uint8_t *>(view.buf), hashes[start + i]);
+        check_chunk(checker, static_cast<const uint8_t *>(view.buf), hashes + start, chunk, found + start);
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *answer = found[i] ? Py_True : Py_False;
+        Py_INCREF(answer);
+        PyList_SET_ITEM(answers, i, answer);
+    }
+    goto done;
+fallback:
+    PyErr_Clear();  // the method raises the error, if it is one
+    answers = Py_None;
+    Py_INCREF(answers);
+done:
+    if (viewed) PyBuffer_Release(&view);
+    PyMem_Free(hashes);
+    PyMem_Free(found);
+    Py_DECREF(keys);
+    Py_DECREF(checker);
+    return answers;
+}
+
+PyObject *FollowerCheck_get_checks(FollowerCheck *self, void *) {
+    return PyLong_FromUnsignedLongLong(self->checks);
+}
+
+PyObject *FollowerCheck_take_checks(FollowerCheck *self, PyObject *) {
+    const unsigned long long checks = self->checks;
+    self->checks = 0;
+    return PyLong_FromUnsignedLongLong(checks);
+}
+
+PyMethodDef follower_check_methods[] = {
+    {"contains", reinterpret_cast<PyCFunction>(FollowerCheck_contains), METH_O,
+     "contains(key): the follower's answer, from here or from its fallback."},
+    {"composite_many", reinterpret_cast<PyCFunction>(FollowerCheck_composite_many), METH_O,
+     "composite_many(keys): contains_many's answers for composite keys, or None."},
+    {"set_state", reinterpret_cast<PyCFunction>(FollowerCheck_set_state), METH_VARARGS,
+     "set_state(checker, kind, columns): the copy's Checker (or None) and the key rules."},
+    {"set_bound", reinterpret_cast<PyCFunction>(FollowerCheck_set_bound), METH_VARARGS,
+     "set_bound(refreshed_at, max_lag): True when the bound is compared here."},
+    {"take_checks", reinterpret_cast<PyCFunction>(FollowerCheck_take_checks), METH_NOARGS,
+     "The keys answered here since the last call, and the count set back to 0."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyGetSetDef follower_check_getset[] = {
+    {"checks", reinterpret_cast<getter>(FollowerCheck_get_checks), nullptr,
+     "Keys answered here (not by the fallback).", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr},
+};
+
 PyObject *check_path(PyObject *, PyObject *) {
     return PyUnicode_FromString(bf::chosen_check_path_name());
 }
 
 PyMethodDef module_methods[] = {
+    {"monotonic", monotonic, METH_NOARGS,
+     "time.monotonic() as FollowerCheck reads it (the same clock and conversion)."},
     {"check_path", check_path, METH_NOARGS,
      "The core's block check this process uses for version 2 filters: \"scalar\", \"avx2\" or "
      "\"avx512\" (the fastest here, timed at import)."},
@@ -351,6 +883,20 @@ PyMODINIT_FUNC PyInit__native() {
     CheckerType.tp_methods = checker_methods;
     CheckerType.tp_getset = checker_getset;
     if (PyType_Ready(&CheckerType) != 0) return nullptr;
+    FollowerCheckType.tp_name = "bloomfilter._native.FollowerCheck";
+    FollowerCheckType.tp_doc =
+        "FollowerCheck(fallback): an index follower's contains(key), answered here where it can "
+        "be exactly as fallback(key) would, else by fallback(key).";
+    FollowerCheckType.tp_basicsize = sizeof(FollowerCheck);
+    FollowerCheckType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC;
+    FollowerCheckType.tp_new = PyType_GenericNew;
+    FollowerCheckType.tp_init = reinterpret_cast<initproc>(FollowerCheck_init);
+    FollowerCheckType.tp_dealloc = reinterpret_cast<destructor>(FollowerCheck_dealloc);
+    FollowerCheckType.tp_traverse = reinterpret_cast<traverseproc>(FollowerCheck_traverse);
+    FollowerCheckType.tp_clear = reinterpret_cast<inquiry>(FollowerCheck_clear);
+    FollowerCheckType.tp_methods = follower_check_methods;
+    FollowerCheckType.tp_getset = follower_check_getset;
+    if (PyType_Ready(&FollowerCheckType) != 0) return nullptr;
 
     PyObject *uuid = PyImport_ImportModule("uuid");
     if (uuid == nullptr) return nullptr;
@@ -367,6 +913,12 @@ PyMODINIT_FUNC PyInit__native() {
     Py_INCREF(&CheckerType);
     if (PyModule_AddObject(module, "Checker", reinterpret_cast<PyObject *>(&CheckerType)) != 0) {
         Py_DECREF(&CheckerType);
+        Py_DECREF(module);
+        return nullptr;
+    }
+    Py_INCREF(&FollowerCheckType);
+    if (PyModule_AddObject(module, "FollowerCheck", reinterpret_cast<PyObject *>(&FollowerCheckType)) != 0) {
+        Py_DECREF(&FollowerCheckType);
         Py_DECREF(module);
         return nullptr;
     }

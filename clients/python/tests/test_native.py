@@ -433,3 +433,59 @@ def test_checks_a_shared_mapping(tmp_path):
             checker.contains("a")
         with pytest.raises(ValueError):
             checker.contains_many(["a"])
+
+
+def test_batch_references_balanced():
+    """contains_many takes the list's references to True and False at once: as many as it
+    holds, after batches and after ones that fail part way (counted over 50 of each, once the
+    first of each has run: the interpreter's own references settle then)."""
+    import sys
+    f = Filter.empty(10000).update(range(0, 3000, 2))
+    keys = ["k%d" % i for i in range(500)] + list(range(1000))
+
+    def batches():
+        answers = f.contains_many(keys)
+        assert sum(answers) >= 500
+        try:
+            f.contains_many(keys + [1.5] + keys)
+        except TypeError:
+            pass
+        else:
+            raise AssertionError("a float key was checked")
+    batches()
+    before = sys.getrefcount(True), sys.getrefcount(False)
+    for _ in range(50):
+        batches()
+    assert (sys.getrefcount(True), sys.getrefcount(False)) == before
+
+
+@pytest.mark.parametrize("name,data,added", FORMATS, ids=[v[0] for v in FORMATS])
+def test_contains_hash_equals_python(name, data, added):
+    """Checker.contains_hash answers as Filter.contains_hash (pure Python), or refuses a version
+    1 filter and a hash out of range as it does."""
+    compiled, python = both(data)
+    checker = compiled._native
+    hashes = [key_hash(key) for key in added[:300]] + [random.Random(7).getrandbits(64) for _ in range(3000)]
+    if compiled.version == 1:
+        with pytest.raises(ValueError, match="version 2"):
+            checker.contains_hash(0)
+        return
+    assert [checker.contains_hash(h) for h in hashes] == [python.contains_hash(h) for h in hashes]
+    for h in (-1, 1 << 64):
+        with pytest.raises(ValueError, match="unsigned 64-bit"):
+            checker.contains_hash(h)
+
+
+@pytest.mark.parametrize("layers", [1, 5])
+def test_batches_across_chunks(layers):
+    """Batches of every size around the compiled batch's chunk of 1024 keys answer as the
+    single checks, with keys converted by Python code (UUID subclasses) among them."""
+    keys = ["k%d" % i for i in range(5000)]
+    keys[1500:1510] = [Id(int=i) for i in range(10)]
+    if layers == 1:
+        f = Filter.empty(3000).update(keys[::2])
+    else:
+        f = Filter.from_bytes(layered_value(300, 0.01, 2, layers, keys[::2]))
+    for count in (0, 1, 1023, 1024, 1025, 2048, 2049, 5000):
+        assert f.contains_many(keys[:count]) == [f.contains(k) for k in keys[:count]], count
+    assert all(f.contains_many(keys[::2]))
