@@ -130,6 +130,18 @@ SELECT a.attnum, i.indkey[a.attnum - 1] = 0,
  ORDER BY a.attnum
 """
 _LOAD = "SELECT bloom_index_filter(%s::oid::regclass)::bytea, pg_catalog.pg_backend_pid()"
+# The filter in rows of _CHUNK_BYTES (the last one shorter): its length, the position of the
+# row's first byte (from 1) and the bytes; the value is made once (OFFSET 0 keeps the subquery
+# from being inlined into each row). libpq keeps its input buffer as large as the largest message
+# it received until the connection closes: the whole value in one row would leave the follower
+# holding as much again as its copy (twice that in text format).
+_LOAD_CHUNKS = """
+SELECT pg_catalog.octet_length(s.v)::bigint, c.at::bigint,
+       pg_catalog.substr(s.v, c.at, %s::integer), pg_catalog.pg_backend_pid()
+  FROM (SELECT bloom_index_filter(%s::text::oid::regclass)::bytea AS v OFFSET 0) s
+ CROSS JOIN LATERAL pg_catalog.generate_series(1, pg_catalog.octet_length(s.v), %s::integer) AS c(at)
+"""
+_CHUNK_BYTES = 1 << 20
 _CHANGES = ("SELECT c.next_lsn::text, c.byte_offset, c.bytes, %s::text::regclass::oid, "
             "pg_catalog.pg_backend_pid() FROM bloom_index_changes(%s::text::regclass, %s::text::pg_lsn) c")
 
@@ -861,9 +873,13 @@ class _Index:
     def _load(self):
         oid, key_type, transform = self._describe()
         (lsn,), = self._query(_CURRENT_LSN, [])
-        (data,), = self._query(_LOAD, [oid])
-        self.last_rows, self.last_bytes = 1, len(data)
-        f = Filter.from_bytes(bytes(data))
+        self.last_rows = self.last_bytes = 0
+        data = None
+        for length, at, piece in self._filter_chunks(oid):
+            if data is None:
+                data = bytearray(length)
+            data[at:at + len(piece)] = piece
+        f = Filter.from_bytes(data)
         self._state = (f, key_type, transform)
         self._oid, self._lsn = oid, _text(lsn)
         self._loaded(f, len(data))
@@ -1074,6 +1090,34 @@ class _Connected:
             self._conn.close()  # a lost connection, as far as the follower goes: it opens another
             raise
 
+    def _filter_chunks(self, oid):
+        return self._filter_chunks_of(self, oid)
+
+    def _filter_chunks_of(self, index, oid):
+        """bloom_index_filter(oid) as (its length, offset, bytes) rows of _CHUNK_BYTES, from one
+        query, each row as it comes (psycopg 3: one row at a time; psycopg2: a few), counted in
+        `index`'s last_rows and last_bytes."""
+        self.queries += 1
+        cursor = self._conn.cursor()
+        parameters = [_CHUNK_BYTES, oid, _CHUNK_BYTES]
+        if hasattr(cursor, "stream"):
+            rows = cursor.stream(_LOAD_CHUNKS, parameters, binary=True)
+        else:
+            cursor.execute(_LOAD_CHUNKS, parameters)
+            rows = (row for batch in iter(lambda: cursor.fetchmany(8), []) for row in batch)
+        try:
+            for row in rows:
+                try:
+                    (length, at, piece), = _session_rows(self, [row])
+                except SessionChangedError:
+                    self._conn.close()
+                    raise
+                index.last_rows += 1
+                index.last_bytes += len(piece)
+                yield length, at - 1, piece
+        finally:
+            cursor.close()
+
 
 class IndexFollower(_Index, _Connected):
     """Follows a bloomfilter index and answers contains(key) and contains_many(keys) locally.
@@ -1117,6 +1161,10 @@ class _SharedIndex(_Index):
 
     def _query(self, sql, parameters):
         return self._connection_owner._query(sql, parameters)
+
+    def _filter_chunks(self, oid):
+        for chunk in self._connection_owner._filter_chunks_of(self, oid):
+            yield chunk
 
     @property
     def extension_version(self):

@@ -439,16 +439,6 @@ SELECT pg_catalog.current_database(), d.oid::bigint, CURRENT_USER::text, n.nspna
  WHERE c.oid = %s::text::regclass
 """
 
-# The filter in rows of _CHUNK_BYTES (the last one shorter): its length, the position of the
-# row's first byte (from 1) and the bytes; the value is made once (OFFSET 0 keeps the subquery
-# from being inlined into each row).
-_LOAD_CHUNKS = """
-SELECT pg_catalog.octet_length(s.v)::bigint, c.at::bigint,
-       pg_catalog.substr(s.v, c.at, %s::integer), pg_catalog.pg_backend_pid()
-  FROM (SELECT bloom_index_filter(%s::text::oid::regclass)::bytea AS v OFFSET 0) s
- CROSS JOIN LATERAL pg_catalog.generate_series(1, pg_catalog.octet_length(s.v), %s::integer) AS c(at)
-"""
-_CHUNK_BYTES = 1 << 20
 
 # Followers alive in this process, set up again in a forked child.
 _shared_followers = weakref.WeakSet()
@@ -678,27 +668,9 @@ class SharedIndexFollower(_Index, _Connected):
         self._loaded(f, self.last_bytes)
 
     def _chunks(self, oid):
-        """bloom_index_filter(oid) as (its length, offset, bytes) of _CHUNK_BYTES, from one
-        query, each row written to the generation as it comes (psycopg 3: one row at a time).
-        libpq keeps its input buffer as large as the largest message it received until the
-        connection closes: the whole value in one row would leave the writer holding as much
-        again as the shared copy (twice that in text format)."""
-        self.queries += 1
-        cursor = self._conn.cursor()
-        parameters = [_CHUNK_BYTES, oid, _CHUNK_BYTES]
-        if hasattr(cursor, "stream"):
-            rows = cursor.stream(_LOAD_CHUNKS, parameters, binary=True)
-        else:
-            cursor.execute(_LOAD_CHUNKS, parameters)
-            rows = (row for batch in iter(lambda: cursor.fetchmany(8), []) for row in batch)
-        try:
-            for row in rows:
-                (length, at, piece), = follow._session_rows(self, [row])
-                self.last_rows += 1
-                self.last_bytes += len(piece)
-                yield length, at - 1, piece
-        finally:
-            cursor.close()
+        """bloom_index_filter(oid) as (its length, offset, bytes) rows, each written to the
+        generation as it comes (IndexFollower's chunked read)."""
+        return self._filter_chunks(oid)
 
     def _refreshed(self, started, wall):
         _Index._refreshed(self, started, wall)

@@ -166,6 +166,27 @@ def test_reconnection_loads_the_filter_again(conn, dsn):
         follower.close()
 
 
+@pytest.mark.parametrize("driver", ["psycopg", "psycopg2"])
+def test_a_large_filter_is_read_in_rows_of_a_megabyte(conn, dsn, driver):
+    """libpq keeps its input buffer as large as the largest row it received: the filter comes in
+    rows of 1 MB, not one row of the whole value."""
+    from bloomfilter import follow as follow_module
+    table, index = make_table(conn, capacity=3_000_000)
+    conn.execute("INSERT INTO %s (email) SELECT 'user' || i || '@mail.com' FROM generate_series(1, 5000) i" % table)
+    if driver == "psycopg":
+        connect = lambda: psycopg.connect(dsn, autocommit=True)
+    else:
+        psycopg2 = pytest.importorskip("psycopg2")
+        connect = lambda: psycopg2.connect(dsn)
+    with IndexFollower(connect, index, background=False) as follower:
+        value = conn.execute("SELECT bloom_index_filter(%s)::bytea", [index]).fetchone()[0]
+        rows = -(-len(value) // follow_module._CHUNK_BYTES)
+        assert rows >= 4
+        assert (follower.last_rows, follower.last_bytes) == (rows, len(value))
+        assert follower.filter.to_bytes() == value
+        assert all(follower.contains("user%d@mail.com" % i) for i in range(1, 5001))
+
+
 def test_reindex_concurrently_and_resize(conn, dsn):
     table, index = make_table(conn, capacity=50_000)
     conn.execute("INSERT INTO %s (email) SELECT 'before' || i FROM generate_series(1, 5000) i" % table)

@@ -312,6 +312,7 @@ def test_a_reader_between_every_step_of_a_new_generation(conn, dsn, tmp_path, mo
     of the writing and publication of a new generation (REINDEX CONCURRENTLY, then, for an index
     that grows, a new layer): every committed key answers True at every step, from the old
     generation until the new one is complete and named."""
+    import bloomfilter.follow as follow_module
     import bloomfilter.shared as shared
     table, index = make_index(conn, grows=grows, rows=3000)
     path = str(tmp_path / "share")
@@ -447,6 +448,7 @@ def test_gunicorn_workers_share_one_copy(conn, dsn, tmp_path, preload):
 def test_a_filter_of_several_chunks_is_the_servers_value(conn, dsn, tmp_path, driver):
     """The writer reads the filter in rows of 1 MB (so that libpq does not keep a buffer of
     the filter's size): a 3.6 MB filter read through either driver is the server's value."""
+    import bloomfilter.follow as follow_module
     import bloomfilter.shared as shared
     table = "users_%s" % uuid.uuid4().hex[:10]
     conn.execute("CREATE TABLE %s (email text NOT NULL)" % table)
@@ -461,7 +463,7 @@ def test_a_filter_of_several_chunks_is_the_servers_value(conn, dsn, tmp_path, dr
     with SharedIndexFollower(connect, table + "_bloom", path=str(tmp_path / "share"),
                              background=False) as follower:
         value = conn.execute("SELECT bloom_index_filter(%s)::bytea", [table + "_bloom"]).fetchone()[0]
-        assert len(value) > 3 * shared._CHUNK_BYTES
+        assert len(value) > 3 * follow_module._CHUNK_BYTES
         assert follower.last_rows == 4 and follower.filter.to_bytes() == value
         assert all(follower.contains("user%d@mail.com" % i) for i in range(1, 5001))
 

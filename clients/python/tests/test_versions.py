@@ -78,8 +78,9 @@ def test_followers_expose_the_extension_version(conn, dsn):
 def test_a_follower_given_a_newer_format_asks_to_upgrade_the_client(conn, dsn, monkeypatch):
     index = make_index(conn)
     # The server sends a filter of format version 4 (as a newer extension would).
-    monkeypatch.setattr(follow_module, "_LOAD", "SELECT overlay(bloom_index_filter(%s::oid::regclass)::bytea "
-                                                "PLACING '\\x04'::bytea FROM 5), pg_backend_pid()")
+    monkeypatch.setattr(follow_module, "_LOAD_CHUNKS", follow_module._LOAD_CHUNKS.replace(
+        "bloom_index_filter(%s::text::oid::regclass)::bytea",
+        "overlay(bloom_index_filter(%s::text::oid::regclass)::bytea PLACING '\\x04'::bytea FROM 5)"))
     with pytest.raises(UnsupportedVersionError, match="upgrade the Python client"):
         IndexFollower(dsn, index, background=False)
 
