@@ -213,12 +213,13 @@ inline bool check(const Checker *self, const uint8_t *data, bf::KeyHash h) {
 inline void prefetch(const Checker *self, const uint8_t *data, bf::KeyHash h) {
     for (uint32_t n = 0; n < self->count; n++) {
         const bf::FilterRef &ref = self->layer[n];
-        const uint8_t *block = data + self->offset[n] + bf::key_block_offset(h, ref.version, ref.blocks,
-                                                                              ref.block_log2);
+        const uint8_t *block = data + self->offset[n] +
+                               bf::key_block_offset(h, ref.version, ref.blocks, ref.block_log2);
         if (ref.version == bf::kFormatVersion2) {
             const uint32_t shift = 64 - ref.block_log2;
             for (uint32_t i = 0; i < ref.hashes; i++)
-                __builtin_prefetch(block + 64 * ((h.low * bf::position_multiplier(i)) >> shift >> 9));
+                __builtin_prefetch(block +
+                                   64 * ((h.low * bf::position_multiplier(i)) >> shift >> 9));
         } else {
             const uint64_t lines = (uint64_t(1) << (ref.block_log2 - 3)) / 64;
             for (uint64_t line = 0; line < lines && line < 8; line++)
@@ -237,8 +238,8 @@ constexpr Py_ssize_t kChunk = 1024;
 // positions, for_each_position's, and the same branchless test) in a loop the compiler sees
 // whole; else the core's scalar test. One call a chunk and layer, none a key.
 template <uint32_t K>
-void unrolled_chunk_check(const bf::FilterRef &layer, const uint8_t *data, const bf::KeyHash *hashes,
-                          uint32_t count, bool *found) {
+void unrolled_chunk_check(const bf::FilterRef &layer, const uint8_t *data,
+                          const bf::KeyHash *hashes, uint32_t count, bool *found) {
     const uint32_t blocks = layer.blocks, block_log2 = layer.block_log2, shift = 64 - block_log2;
     for (uint32_t i = 0; i < count; i++) {
         const uint64_t h = hashes[i].low;
@@ -256,8 +257,8 @@ void unrolled_chunk_check(const bf::FilterRef &layer, const uint8_t *data, const
 void scalar_chunk_check(const bf::FilterRef &layer, const uint8_t *data, const bf::KeyHash *hashes,
                         uint32_t count, bool *found) {
     for (uint32_t i = 0; i < count; i++) {
-        const uint8_t *block = data + bf::key_block_offset(hashes[i], layer.version, layer.blocks,
-                                                           layer.block_log2);
+        const uint8_t *block =
+            data + bf::key_block_offset(hashes[i], layer.version, layer.blocks, layer.block_log2);
         found[i] |= bf::scalar_block_contains(block, hashes[i], layer.version, layer.hashes,
                                               layer.block_log2);
     }
@@ -267,13 +268,12 @@ using ChunkCheck = void (*)(const bf::FilterRef &layer, const uint8_t *data,
                             const bf::KeyHash *hashes, uint32_t count, bool *found);
 constexpr uint32_t kUnrolledMaxHashes = 16;
 constexpr ChunkCheck kUnrolled[kUnrolledMaxHashes + 1] = {
-    scalar_chunk_check,
-    unrolled_chunk_check<1>,  unrolled_chunk_check<2>,  unrolled_chunk_check<3>,
-    unrolled_chunk_check<4>,  unrolled_chunk_check<5>,  unrolled_chunk_check<6>,
-    unrolled_chunk_check<7>,  unrolled_chunk_check<8>,  unrolled_chunk_check<9>,
-    unrolled_chunk_check<10>, unrolled_chunk_check<11>, unrolled_chunk_check<12>,
-    unrolled_chunk_check<13>, unrolled_chunk_check<14>, unrolled_chunk_check<15>,
-    unrolled_chunk_check<16>,
+    scalar_chunk_check,       unrolled_chunk_check<1>,  unrolled_chunk_check<2>,
+    unrolled_chunk_check<3>,  unrolled_chunk_check<4>,  unrolled_chunk_check<5>,
+    unrolled_chunk_check<6>,  unrolled_chunk_check<7>,  unrolled_chunk_check<8>,
+    unrolled_chunk_check<9>,  unrolled_chunk_check<10>, unrolled_chunk_check<11>,
+    unrolled_chunk_check<12>, unrolled_chunk_check<13>, unrolled_chunk_check<14>,
+    unrolled_chunk_check<15>, unrolled_chunk_check<16>,
 };
 
 ChunkCheck chunk_check_for(const bf::FilterRef &layer) {
@@ -379,7 +379,8 @@ PyObject *Checker_contains(Checker *self, PyObject *key) {
 PyObject *Checker_contains_hash(Checker *self, PyObject *value) {
     if (!ready(self)) return nullptr;
     if (self->hash_version != bf::kFormatVersion2) {
-        PyErr_Format(PyExc_ValueError, "contains_hash takes a format version 2 filter, not version %u",
+        PyErr_Format(PyExc_ValueError,
+                     "contains_hash takes a format version 2 filter, not version %u",
                      unsigned(self->hash_version));
         return nullptr;
     }
@@ -419,7 +420,8 @@ PyObject *Checker_contains_many(Checker *self, PyObject *keys) {
     const uint8_t *data = static_cast<const uint8_t *>(view.buf);
     PyObject *const answer_of[2] = {Py_False, Py_True};
     const Py_ssize_t chunk = count < kChunk ? count : kChunk;
-    bf::KeyHash *hashes = static_cast<bf::KeyHash *>(PyMem_Malloc(sizeof(bf::KeyHash) * (chunk + 1)));
+    bf::KeyHash *hashes =
+        static_cast<bf::KeyHash *>(PyMem_Malloc(sizeof(bf::KeyHash) * (chunk + 1)));
     bool *found = static_cast<bool *>(PyMem_Malloc(chunk + 1));
     Py_ssize_t found_count = 0, filled = 0;
     if (hashes == nullptr || found == nullptr) {
@@ -517,7 +519,7 @@ enum KeyKind : int {
 };
 
 struct Column {
-    int kind;            // kind_str, kind_bytes, kind_int or kind_uuid
+    int kind;             // kind_str, kind_bytes, kind_int or kind_uuid
     long long low, high;  // kind_int: the column type's range, [low, high]
 };
 
@@ -528,7 +530,7 @@ struct FollowerCheck {
     int kind;
     uint32_t column_count;
     Column columns[bf::kMaxKeyParts];
-    bool bounded;        // max_lag given
+    bool bounded;  // max_lag given
     double refreshed_at, max_lag;
     unsigned long long checks;  // keys answered here (the fallback counts its own)
 };
@@ -623,7 +625,8 @@ PyObject *FollowerCheck_set_state(FollowerCheck *self, PyObject *args) {
     if (kind == kind_composite && checker != Py_None &&
         reinterpret_cast<Checker *>(checker)->hash_version != bf::kFormatVersion2)
         kind = kind_off;
-    if (checker == Py_None || (checker != Py_None && reinterpret_cast<Checker *>(checker)->owner == nullptr))
+    if (checker == Py_None ||
+        (checker != Py_None && reinterpret_cast<Checker *>(checker)->owner == nullptr))
         kind = kind_off;
     Py_XINCREF(checker == Py_None ? nullptr : checker);
     Checker *previous = self->checker;
@@ -681,7 +684,9 @@ int composite_hash_of(FollowerCheck *self, PyObject *key, bf::KeyHash *out) {
         bool fits;
         switch (column.kind) {
             case kind_str: fits = value_type == &PyUnicode_Type; break;
-            case kind_bytes: fits = value_type == &PyBytes_Type || value_type == &PyByteArray_Type; break;
+            case kind_bytes:
+                fits = value_type == &PyBytes_Type || value_type == &PyByteArray_Type;
+                break;
             case kind_int: {
                 fits = value_type == &PyLong_Type;
                 if (fits) {
@@ -718,11 +723,15 @@ PyObject *FollowerCheck_contains(FollowerCheck *self, PyObject *key) {
         PyTypeObject *type = Py_TYPE(key);
         switch (self->kind) {
             case kind_any: break;
-            case kind_str: if (type != &PyUnicode_Type) goto fallback; break;
+            case kind_str:
+                if (type != &PyUnicode_Type) goto fallback;
+                break;
             case kind_bytes:
                 if (type != &PyBytes_Type && type != &PyByteArray_Type) goto fallback;
                 break;
-            case kind_int: if (type != &PyLong_Type) goto fallback; break;
+            case kind_int:
+                if (type != &PyLong_Type) goto fallback;
+                break;
             case kind_uuid:
                 if (reinterpret_cast<PyObject *>(type) != uuid_type) goto fallback;
                 break;
@@ -766,7 +775,8 @@ PyObject *FollowerCheck_composite_many(FollowerCheck *self, PyObject *keys) {
     Py_INCREF(checker);  // Python code (a key's conversion) may replace the state
     Py_INCREF(keys);
     const Py_ssize_t count = PySequence_Fast_GET_SIZE(keys);
-    bf::KeyHash *hashes = static_cast<bf::KeyHash *>(PyMem_Malloc(sizeof(bf::KeyHash) * (count + 1)));
+    bf::KeyHash *hashes =
+        static_cast<bf::KeyHash *>(PyMem_Malloc(sizeof(bf::KeyHash) * (count + 1)));
     bool *found = static_cast<bool *>(PyMem_Malloc(count + 1));
     PyObject *answers = nullptr;
     Py_buffer view;
@@ -793,7 +803,8 @@ PyObject *FollowerCheck_composite_many(FollowerCheck *self, PyObject *keys) {
         const uint32_t chunk = uint32_t(count - start < kChunk ? count - start : kChunk);
         for (uint32_t i = 0; i < chunk; i++)
             prefetch(checker, static_cast<const uint8_t *>(view.buf), hashes[start + i]);
-        check_chunk(checker, static_cast<const uint8_t *>(view.buf), hashes + start, chunk, found + start);
+        check_chunk(checker, static_cast<const uint8_t *>(view.buf), hashes + start, chunk,
+                    found + start);
     }
     for (Py_ssize_t i = 0; i < count; i++) {
         PyObject *answer = found[i] ? Py_True : Py_False;
@@ -917,7 +928,8 @@ PyMODINIT_FUNC PyInit__native() {
         return nullptr;
     }
     Py_INCREF(&FollowerCheckType);
-    if (PyModule_AddObject(module, "FollowerCheck", reinterpret_cast<PyObject *>(&FollowerCheckType)) != 0) {
+    if (PyModule_AddObject(module, "FollowerCheck",
+                           reinterpret_cast<PyObject *>(&FollowerCheckType)) != 0) {
         Py_DECREF(&FollowerCheckType);
         Py_DECREF(module);
         return nullptr;
