@@ -16,15 +16,16 @@ LINK = re.compile(r"(?<!!)\[(?:[^\[\]]|\[[^\]]*\])*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^\s*(```|~~~)")
 
 
-def lines_outside_code(text):
-    """(line number, line) pairs outside fenced code blocks, with inline code removed."""
+def lines_outside_code(text, keep_inline_code=False):
+    """(line number, line) pairs outside fenced code blocks, with inline code blanked out unless
+    `keep_inline_code` (a heading's anchor keeps its code's text)."""
     inside = False
     for number, line in enumerate(text.splitlines(), 1):
         if FENCE.match(line):
             inside = not inside
             continue
         if not inside:
-            yield number, re.sub(r"`[^`]*`", lambda m: "x" * len(m.group(0)), line)
+            yield number, line if keep_inline_code else re.sub(r"`[^`]*`", lambda m: "x" * len(m.group(0)), line)
 
 
 def anchor_of(heading):
@@ -38,7 +39,7 @@ def anchors(path, cache={}):
     if path not in cache:
         found, seen = set(), {}
         with open(path, encoding="utf-8") as f:
-            for _, line in lines_outside_code(f.read()):
+            for _, line in lines_outside_code(f.read(), keep_inline_code=True):
                 m = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
                 if m:
                     base = anchor_of(m.group(1))
