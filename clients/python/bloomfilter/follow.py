@@ -129,7 +129,6 @@ SELECT a.attnum, i.indkey[a.attnum - 1] = 0,
  WHERE i.indexrelid = %s::oid AND a.attnum BETWEEN 1 AND i.indnkeyatts
  ORDER BY a.attnum
 """
-_LOAD = "SELECT bloom_index_filter(%s::oid::regclass)::bytea, pg_catalog.pg_backend_pid()"
 # The filter in rows of _CHUNK_BYTES (the last one shorter): its length, the position of the
 # row's first byte (from 1) and the bytes; the value is made once (OFFSET 0 keeps the subquery
 # from being inlined into each row). libpq keeps its input buffer as large as the largest message

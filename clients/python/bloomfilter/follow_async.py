@@ -212,8 +212,13 @@ class AsyncIndexFollower(_follow._Index):
                    if _follow._has_expression(rows, parts) else None)
         oid, key_type, transform = _follow._key_rules(self.index_name, rows, columns, parts)
         (lsn,), = await self._query(_follow._CURRENT_LSN, [])
-        (data,), = await self._query(_follow._LOAD, [oid])
-        self.last_rows, self.last_bytes = 1, len(data)
+        # In rows of 1 MB, as IndexFollower reads it (libpq's buffer stays as large as the largest
+        # row); the OID as text, which asyncpg takes for the query's text parameter.
+        rows = await self._query(_follow._LOAD_CHUNKS, [_follow._CHUNK_BYTES, str(oid), _follow._CHUNK_BYTES])
+        data = bytearray(rows[0][0])
+        for _, at, piece in rows:
+            data[at - 1:at - 1 + len(piece)] = piece
+        self.last_rows, self.last_bytes = len(rows), len(data)
         f = Filter.from_bytes(data)
         self._state = (f, key_type, transform)
         self._oid, self._lsn = oid, _follow._text(lsn)

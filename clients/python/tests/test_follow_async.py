@@ -130,6 +130,26 @@ def test_reconnects_and_follows_reindex(conn, dsn, driver):
     asyncio.run(main())
 
 
+@pytest.mark.parametrize("driver", ["psycopg", "asyncpg"])
+def test_a_large_filter_is_read_in_rows_of_a_megabyte(conn, dsn, driver):
+    from bloomfilter import follow as follow_module
+    table = "users_%s" % uuid.uuid4().hex[:10]
+    index = table + "_bloom"
+    conn.execute("CREATE TABLE %s (email text NOT NULL)" % table)
+    conn.execute("CREATE INDEX %s ON %s USING bloomfilter (email) WITH (capacity = 3000000)" % (index, table))
+    conn.execute("INSERT INTO %s (email) SELECT 'u' || i FROM generate_series(1, 5000) i" % table)
+
+    async def main():
+        async with AsyncIndexFollower(connector(driver, dsn), index, interval=INTERVAL) as follower:
+            value = conn.execute("SELECT bloom_index_filter(%s)::bytea", [index]).fetchone()[0]
+            rows = -(-len(value) // follow_module._CHUNK_BYTES)
+            assert rows >= 4
+            assert (follower.last_rows, follower.last_bytes) == (rows, len(value))
+            assert follower.filter.to_bytes() == value
+            assert all(follower.contains("u%d" % i) for i in range(1, 5001))
+    asyncio.run(main())
+
+
 @pytest.mark.parametrize("driver", ["psycopg", "asyncpg", "conninfo"])
 def test_lower_expression_on_sql_ascii(ascii_dsn, driver):
     with psycopg.connect(ascii_dsn, autocommit=True) as c:
