@@ -6,16 +6,11 @@ their options, and migrating back drops them. Then a BloomField round trip, the 
 signup view (index_contains, then the insert; the unique index refuses a duplicate), the
 follower made at a process's first request, and the same under gunicorn --preload."""
 
-import concurrent.futures
 import io
 import os
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
 import uuid
 
 import pytest
@@ -26,6 +21,7 @@ from bloomfilter import Filter  # noqa: E402
 from bloomfilter.django import (BloomAdd, BloomAgg, BloomContains, BloomField,  # noqa: E402
                                 BloomfilterIndex, IndexContains, close_followers, follower,
                                 index_contains)
+from gunicorn_workers import ask_every_worker, gunicorn  # noqa: E402
 
 pytestmark = pytest.mark.server
 
@@ -481,27 +477,10 @@ def test_follower_made_at_the_first_request(project):
 
 # -- gunicorn --preload -----------------------------------------------------------------------------
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def ask(port, email):
-    with urllib.request.urlopen("http://127.0.0.1:%d/taken?email=%s" % (port, email), timeout=5) as response:
-        pid, answer = response.read().decode().split()
-        return int(pid), answer == "1"
-
-
-def ask_every_worker(port, email, workers, timeout=10):
-    """{worker pid: answers} once every worker has answered (concurrent requests spread them)."""
-    answers = {}
-    deadline = time.monotonic() + timeout
-    with concurrent.futures.ThreadPoolExecutor(8) as pool:
-        while len(answers) < workers and time.monotonic() < deadline:
-            for pid, answer in pool.map(lambda _: ask(port, email), range(16)):
-                answers.setdefault(pid, []).append(answer)
-    return answers
+def answers_of_every_worker(port, email, workers):
+    """{worker pid: [its answers for email, True for taken]}."""
+    return {pid: [words[0] == "1" for words in answers]
+            for pid, answers in ask_every_worker(port, "/taken?email=" + email, workers).items()}
 
 
 @pytest.mark.parametrize("shared", [False, True], ids=["own", "shared"])
@@ -512,25 +491,12 @@ def test_gunicorn_preload(project, shared):
     pytest.importorskip("gunicorn")  # test/run-python.sh requires it
     from accounts.models import User
     close_followers()  # this process's
-    port = free_port()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(project), PACKAGE]),
                BLOOM_DJANGO_SHARED="1" if shared else "0")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "--preload", "--workers", "2", "--bind",
-         "127.0.0.1:%d" % port, "--log-level", "warning", "bloomsite.wsgi:application"],
-        env=env, cwd=str(project), start_new_session=True)
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                ask(port, "x@mail.com")
-                break
-            except OSError:
-                assert server.poll() is None, "gunicorn exited"
-                assert time.monotonic() < deadline, "gunicorn did not answer"
-                time.sleep(0.1)
+    with gunicorn("bloomsite.wsgi:application", 2, str(project), env, probe="/taken?email=x@mail.com",
+                  timeout=20) as (server, port):
         [email] = new_emails(1, "gunicorn")
-        before = ask_every_worker(port, email, 2)
+        before = answers_of_every_worker(port, email, 2)
         assert len(before) == 2 and server.pid not in before, before
         assert not any(any(a) for a in before.values()), before
         # One follower connection per worker, none for the master; shared, the writer's alone.
@@ -539,11 +505,8 @@ def test_gunicorn_preload(project, shared):
             == (1 if shared else 2)
         User.objects.create(email=email)
         time.sleep(2 * INTERVAL)
-        after = ask_every_worker(port, email, 2)
+        after = answers_of_every_worker(port, email, 2)
         assert set(after) == set(before) and all(all(a) for a in after.values()), after
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
 
 
 def test_shared_follower_by_setting(project):

@@ -3,20 +3,15 @@
 plain os.fork() child the follower has its own connection and thread while the parent's
 session goes on."""
 
-import concurrent.futures
 import os
-import signal
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 import uuid
 
 import psycopg
 import pytest
 
 from bloomfilter.follow import IndexFollower
+from gunicorn_workers import ask_every_worker, gunicorn
 
 pytestmark = pytest.mark.server
 
@@ -32,65 +27,31 @@ def make_index(conn):
     return table, table + "_bloom"
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def ask(port, email):
-    with urllib.request.urlopen("http://127.0.0.1:%d/?%s" % (port, email), timeout=5) as response:
-        pid, answer = response.read().decode().split()
-        return int(pid), answer == "1"
-
-
-def ask_every_worker(port, email, workers, timeout=10):
-    """{worker pid: answer} once every worker has answered (concurrent requests spread them)."""
-    answers = {}
-    deadline = time.monotonic() + timeout
-    with concurrent.futures.ThreadPoolExecutor(8) as pool:
-        while len(answers) < workers and time.monotonic() < deadline:
-            for pid, answer in pool.map(lambda _: ask(port, email), range(16)):
-                answers.setdefault(pid, []).append(answer)
-    return answers
+def answers_of_every_worker(port, email, workers):
+    """{worker pid: [its answers for email, True for present]}."""
+    return {pid: [words[0] == "1" for words in answers]
+            for pid, answers in ask_every_worker(port, "/?" + email, workers).items()}
 
 
 def test_gunicorn_preload_workers_see_new_emails(conn, dsn):
     pytest.importorskip("gunicorn")  # test/run-python.sh requires it
     table, index = make_index(conn)
-    port = free_port()
     env = dict(os.environ, BLOOM_DSN=dsn, BLOOM_INDEX=index, BLOOM_INTERVAL=str(INTERVAL),
                PYTHONPATH=os.pathsep.join([os.path.dirname(HERE), HERE]))
-    server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "--preload", "--workers", "2", "--bind",
-         "127.0.0.1:%d" % port, "--log-level", "warning", "wsgi_follower:app"],
-        env=env, cwd=HERE, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                ask(port, "user1@mail.com")
-                break
-            except OSError:
-                assert server.poll() is None, "gunicorn exited"
-                assert time.monotonic() < deadline, "gunicorn did not answer"
-                time.sleep(0.1)
-        before = ask_every_worker(port, "user1@mail.com", 2)
+    with gunicorn("wsgi_follower:app", 2, HERE, env, probe="/?user1@mail.com", timeout=20) as (_, port):
+        before = answers_of_every_worker(port, "user1@mail.com", 2)
         assert len(before) == 2 and all(all(a) for a in before.values()), before
         for round_ in range(2):
             # A key the index's filter does not hold yet (no false positive to start from).
             email = next(e for e in ("new%d.%d.%s@mail.com" % (round_, i, uuid.uuid4().hex[:6]) for i in range(100))
                          if not conn.execute("SELECT bloom_index_contains(%s, %s)", [index, e]).fetchone()[0])
-            assert not any(any(a) for a in ask_every_worker(port, email, 2).values())
+            assert not any(any(a) for a in answers_of_every_worker(port, email, 2).values())
             conn.execute("INSERT INTO %s VALUES (%%s)" % table, [email])
             time.sleep(2 * INTERVAL)
             # Every answer from two intervals after the commit on, from every worker: present.
-            after = ask_every_worker(port, email, 2)
+            after = answers_of_every_worker(port, email, 2)
             assert set(after) == set(before), after
             assert all(all(a) for a in after.values()), after
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
 
 
 def test_os_fork_child_has_its_own_connection_and_thread(conn, dsn):

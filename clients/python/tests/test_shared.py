@@ -8,7 +8,6 @@ import multiprocessing
 import os
 import signal
 import stat
-import threading
 import time
 import uuid
 
@@ -16,6 +15,7 @@ import psycopg
 import pytest
 
 from bloomfilter.shared import SharedIndexFollower
+from gunicorn_workers import ask_every_worker, gunicorn
 
 from clusters import Cluster
 import shared_workers
@@ -312,7 +312,6 @@ def test_a_reader_between_every_step_of_a_new_generation(conn, dsn, tmp_path, mo
     of the writing and publication of a new generation (REINDEX CONCURRENTLY, then, for an index
     that grows, a new layer): every committed key answers True at every step, from the old
     generation until the new one is complete and named."""
-    import bloomfilter.follow as follow_module
     import bloomfilter.shared as shared
     table, index = make_index(conn, grows=grows, rows=3000)
     path = str(tmp_path / "share")
@@ -366,24 +365,12 @@ def test_a_reader_between_every_step_of_a_new_generation(conn, dsn, tmp_path, mo
         reader.close()
 
 
-def _ask(port, email):
-    import urllib.request
-    with urllib.request.urlopen("http://127.0.0.1:%d/?%s" % (port, email), timeout=5) as response:
-        pid, answer, writer = response.read().decode().split()
-        return int(pid), answer == "1", writer == "1"
-
-
-def _ask_every_worker(port, email, workers, timeout=15):
-    """{worker pid: (answers, writer)} once `workers` workers have answered."""
-    import concurrent.futures
-    answers = {}
-    deadline = time.monotonic() + timeout
-    with concurrent.futures.ThreadPoolExecutor(8) as pool:
-        while len(answers) < workers and time.monotonic() < deadline:
-            for pid, answer, writer in pool.map(lambda _: _ask(port, email), range(24)):
-                answers.setdefault(pid, ([], writer))[0].append(answer)
+def _answers_of_every_worker(port, email, workers):
+    """{worker pid: ([its answers for email, True for present], whether it is the writer)}."""
+    answers = ask_every_worker(port, "/?" + email, workers, timeout=15, spread=24)
     assert len(answers) >= workers, answers
-    return answers
+    return {pid: ([words[0] == "1" for words in replies], replies[0][1] == "1")
+            for pid, replies in answers.items()}
 
 
 @pytest.mark.parametrize("preload", [True, False], ids=["preload", "no-preload"])
@@ -392,32 +379,13 @@ def test_gunicorn_workers_share_one_copy(conn, dsn, tmp_path, preload):
     else one worker), every worker answers from the shared copy; a worker killed (the writer,
     without --preload) is restarted, and every worker finds a new key within the bound."""
     pytest.importorskip("gunicorn")
-    import socket
-    import subprocess
-    import sys
     table, index = make_index(conn)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     here = os.path.dirname(os.path.abspath(__file__))
     env = dict(os.environ, BLOOM_DSN=dsn, BLOOM_INDEX=index, BLOOM_INTERVAL=str(INTERVAL),
                BLOOM_SHARED=str(tmp_path / "share"), BLOOM_MAX_LAG=str(MAX_LAG),
                PYTHONPATH=os.pathsep.join([os.path.dirname(here), here]))
-    server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn"] + (["--preload"] if preload else []) +
-        ["--workers", "3", "--bind", "127.0.0.1:%d" % port, "--log-level", "warning",
-         "wsgi_follower:app"], env=env, cwd=here, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                _ask(port, "user1@mail.com")
-                break
-            except OSError:
-                assert server.poll() is None, "gunicorn exited"
-                assert time.monotonic() < deadline, "gunicorn did not answer"
-                time.sleep(0.1)
-        before = _ask_every_worker(port, "user1@mail.com", 3)
+    with gunicorn("wsgi_follower:app", 3, here, env, preload=preload, probe="/?user1@mail.com") as (_, port):
+        before = _answers_of_every_worker(port, "user1@mail.com", 3)
         assert all(all(answers) for answers, _ in before.values()), before
         writers = [pid for pid, (_, writer) in before.items() if writer]
         assert len(writers) == (0 if preload else 1), before  # preloaded: the master writes
@@ -428,7 +396,7 @@ def test_gunicorn_workers_share_one_copy(conn, dsn, tmp_path, preload):
                          if not conn.execute("SELECT bloom_index_contains(%s, %s)", [index, e]).fetchone()[0])
             conn.execute("INSERT INTO %s VALUES (%%s)" % table, [email])
             time.sleep(MAX_LAG + 1.0)
-            after = _ask_every_worker(port, email, 3)
+            after = _answers_of_every_worker(port, email, 3)
             assert all(all(answers) for answers, _ in after.values()), after
             return after
 
@@ -439,9 +407,6 @@ def test_gunicorn_workers_share_one_copy(conn, dsn, tmp_path, preload):
         assert victim not in after and len(after) >= 3, after
         if not preload:
             assert sum(writer for _, writer in after.values()) <= 1, after
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
 
 
 @pytest.mark.parametrize("driver", ["psycopg", "psycopg2"])
@@ -449,7 +414,6 @@ def test_a_filter_of_several_chunks_is_the_servers_value(conn, dsn, tmp_path, dr
     """The writer reads the filter in rows of 1 MB (so that libpq does not keep a buffer of
     the filter's size): a 3.6 MB filter read through either driver is the server's value."""
     import bloomfilter.follow as follow_module
-    import bloomfilter.shared as shared
     table = "users_%s" % uuid.uuid4().hex[:10]
     conn.execute("CREATE TABLE %s (email text NOT NULL)" % table)
     conn.execute("CREATE INDEX %s_bloom ON %s USING bloomfilter (email) WITH (capacity = 3000000, "
