@@ -64,16 +64,7 @@ CREATE TABLE filters (id integer PRIMARY KEY, f bloom NOT NULL);
 INSERT INTO filters SELECT 1, bloom_agg(email, 1000000, 0.01) FROM users;
 INSERT INTO filters SELECT 2, bloom_agg('user' || i || '@mail.com', 1000000, 0.01)
   FROM generate_series(0, 999999) AS i;
--- The layered batch rows: the same keys in a fixed-size index, and in an index grown to 6 layers
--- by inserts (16,000 x 31 < 1,000,000 <= 16,000 x 63), each on a table of its own.
-CREATE TABLE fixed (email text NOT NULL);
-INSERT INTO fixed SELECT i::text FROM generate_series(0, 999999) AS i;
-CREATE INDEX fixed_email_bloom ON fixed USING bloomfilter (email)
-  WITH (capacity = 1000000, error_rate = 0.01, expansion = 0);
-CREATE TABLE grown (email text NOT NULL);
-CREATE INDEX grown_email_bloom ON grown USING bloomfilter (email)
-  WITH (capacity = 16000, error_rate = 0.01, expansion = 2);
-INSERT INTO grown SELECT i::text FROM generate_series(0, 999999) AS i;
+\i bench/layered_tables.sql
 -- The speed section's composite keys: (id, email) pairs of the same numbers, in an index of two
 -- columns.
 CREATE TABLE pairs (id integer NOT NULL, email text NOT NULL);
