@@ -987,6 +987,13 @@ class _Connected:
 
     def close(self):
         """Stops the background thread and closes the connection the follower opened or was given."""
+        if getattr(self, "_pid", None) not in (None, os.getpid()):
+            # A child forked where the at-fork handlers did not run (see _stale): the thread to
+            # join is the parent's, and the connection and any lock the parent's too.
+            with _restart_lock:
+                if self._pid != os.getpid():
+                    self._closed = True  # so that _after_fork starts no thread
+                    self._after_fork()
         self._closed = True
         self._stop.set()
         if self._thread is not None:

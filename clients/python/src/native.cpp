@@ -13,6 +13,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <cstring>
 #include <ctime>
 
 #include "bloom.hpp"
@@ -236,19 +237,22 @@ constexpr Py_ssize_t kChunk = 1024;
 // A layer's check of a chunk of keys, found[i] |= whether it holds key i: for a version 2 layer
 // of K <= 16 hashes, scalar_block_contains() unrolled with the multipliers as constants (the same
 // positions, for_each_position's, and the same branchless test) in a loop the compiler sees
-// whole; else the core's scalar test. One call a chunk and layer, none a key.
+// whole; else the core's scalar test. One call a chunk and layer, none a key. A position's word
+// is its top bits less 6 and its bit the next 6, each one shift of the product.
 template <uint32_t K>
 void unrolled_chunk_check(const bf::FilterRef &layer, const uint8_t *data,
                           const bf::KeyHash *hashes, uint32_t count, bool *found) {
-    const uint32_t blocks = layer.blocks, block_log2 = layer.block_log2, shift = 64 - block_log2;
+    const uint32_t blocks = layer.blocks, block_log2 = layer.block_log2;
+    const uint32_t bit_shift = 64 - block_log2, word_shift = bit_shift + 6;
     for (uint32_t i = 0; i < count; i++) {
         const uint64_t h = hashes[i].low;
         const uint8_t *block = data + bf::block_offset(bf::block_index(h, blocks), block_log2);
         uint64_t all_set = 1;
 #pragma GCC unroll 16
         for (uint32_t n = 0; n < K; n++) {
-            const uint32_t bit = uint32_t((h * bf::kMultipliers.m[n]) >> shift);
-            all_set &= bf::load_u64(block + 8 * (bit >> 6)) >> (bit & 63);
+            const uint64_t product = h * bf::kMultipliers.m[n];
+            all_set &=
+                bf::load_u64(block + 8 * (product >> word_shift)) >> ((product >> bit_shift) & 63);
         }
         found[i] |= (all_set & 1) != 0;
     }
@@ -300,6 +304,12 @@ int Checker_init(Checker *self, PyObject *args, PyObject *kwargs) {
         return -1;
     if (!PyCallable_Check(key_bytes)) {
         PyErr_SetString(PyExc_TypeError, "key_bytes must be callable");
+        return -1;
+    }
+    // A check in progress (a batch calling key_bytes) reads the layout it began with: it never
+    // changes under it.
+    if (self->owner != nullptr) {
+        PyErr_SetString(PyExc_TypeError, "a Checker is initialised once");
         return -1;
     }
     Py_buffer view;
@@ -410,23 +420,22 @@ PyObject *Checker_contains_many(Checker *self, PyObject *keys) {
     PyObject *sequence = PySequence_Fast(keys, "contains_many takes an iterable of keys");
     if (sequence == nullptr) return nullptr;
     const Py_ssize_t count = PySequence_Fast_GET_SIZE(sequence);
-    PyObject *answers = PyList_New(count);
     Py_buffer view;
-    if (answers == nullptr || take_buffer(self, &view) != 0) {
-        Py_XDECREF(answers);
+    if (take_buffer(self, &view) != 0) {
         Py_DECREF(sequence);
         return nullptr;
     }
     const uint8_t *data = static_cast<const uint8_t *>(view.buf);
-    PyObject *const answer_of[2] = {Py_False, Py_True};
     const Py_ssize_t chunk = count < kChunk ? count : kChunk;
     bf::KeyHash *hashes =
         static_cast<bf::KeyHash *>(PyMem_Malloc(sizeof(bf::KeyHash) * (chunk + 1)));
-    bool *found = static_cast<bool *>(PyMem_Malloc(chunk + 1));
-    Py_ssize_t found_count = 0, filled = 0;
+    // Every answer, kept here until the last key is converted: the list is made after the last
+    // Python code (key_bytes) runs, so no such code sees it half filled.
+    bool *found = static_cast<bool *>(PyMem_Malloc(count + 1));
+    PyObject *answers = nullptr;
     if (hashes == nullptr || found == nullptr) {
         PyErr_NoMemory();
-        goto failed;
+        goto done;
     }
     for (Py_ssize_t start = 0; start < count; start += chunk) {
         const Py_ssize_t end = start + chunk < count ? start + chunk : count;
@@ -434,7 +443,7 @@ PyObject *Checker_contains_many(Checker *self, PyObject *keys) {
             // A key converted by key_bytes runs Python code, which may change a list of keys.
             if (i >= PySequence_Fast_GET_SIZE(sequence)) {
                 PyErr_SetString(PyExc_RuntimeError, "the keys changed during contains_many");
-                goto failed;
+                goto done;
             }
             PyObject *key = PySequence_Fast_GET_ITEM(sequence, i);
             if (Py_TYPE(key) == &PyUnicode_Type && PyUnicode_IS_COMPACT_ASCII(key)) {
@@ -445,35 +454,31 @@ PyObject *Checker_contains_many(Checker *self, PyObject *keys) {
                 Py_INCREF(key);
                 const int hashed = hash_key(self, key, &hashes[i - start]);
                 Py_DECREF(key);
-                if (hashed != 0) goto failed;
+                if (hashed != 0) goto done;
             }
             prefetch(self, data, hashes[i - start]);
         }
-        check_chunk(self, data, hashes, uint32_t(end - start), found);
-        for (Py_ssize_t i = start; i < end; i++) {
-            found_count += found[i - start];
-            PyList_SET_ITEM(answers, i, answer_of[found[i - start]]);
-        }
-        filled = end;
+        check_chunk(self, data, hashes, uint32_t(end - start), found + start);
     }
-    // The references the list holds, taken at once: an increment a key on the same two objects
-    // is a chain of dependent writes to memory.
-    Py_SET_REFCNT(Py_True, Py_REFCNT(Py_True) + found_count);
-    Py_SET_REFCNT(Py_False, Py_REFCNT(Py_False) + (count - found_count));
+    answers = PyList_New(count);
+    if (answers != nullptr) {
+        PyObject *const answer_of[2] = {Py_False, Py_True};
+        Py_ssize_t found_count = 0;
+        for (Py_ssize_t i = 0; i < count; i++) {
+            found_count += found[i];
+            PyList_SET_ITEM(answers, i, answer_of[found[i]]);
+        }
+        // The references the list holds, taken at once: an increment a key on the same two
+        // objects is a chain of dependent writes to memory.
+        Py_SET_REFCNT(Py_True, Py_REFCNT(Py_True) + found_count);
+        Py_SET_REFCNT(Py_False, Py_REFCNT(Py_False) + (count - found_count));
+    }
+done:
     PyMem_Free(hashes);
     PyMem_Free(found);
     PyBuffer_Release(&view);
     Py_DECREF(sequence);
     return answers;
-failed:
-    PyMem_Free(hashes);
-    PyMem_Free(found);
-    Py_SET_REFCNT(Py_True, Py_REFCNT(Py_True) + found_count);
-    Py_SET_REFCNT(Py_False, Py_REFCNT(Py_False) + (filled - found_count));
-    PyBuffer_Release(&view);
-    Py_DECREF(sequence);
-    Py_DECREF(answers);  // its unset items are NULL, which a list's deallocation skips
-    return nullptr;
 }
 
 PyObject *Checker_get_layers(Checker *self, void *) {
@@ -668,19 +673,39 @@ PyObject *FollowerCheck_set_bound(FollowerCheck *self, PyObject *args) {
     Py_RETURN_TRUE;
 }
 
-// A composite key's version 2 hash; 0, or -1 when the fallback must answer (an exception set
-// or not).
-int composite_hash_of(FollowerCheck *self, PyObject *key, bf::KeyHash *out) {
+// The state a check reads, copied when it begins: a key's conversion runs Python code, which
+// may call set_state, and a key is hashed by one set of rules and checked in the copy they were
+// the rules of (same() after the conversions says whether they still are).
+struct Rules {
+    Checker *checker;
+    int kind;
+    uint32_t column_count;
+    Column columns[bf::kMaxKeyParts];
+
+    explicit Rules(const FollowerCheck *self)
+        : checker(self->checker), kind(self->kind), column_count(self->column_count) {
+        std::memcpy(columns, self->columns, sizeof(Column) * column_count);
+    }
+    bool same(const FollowerCheck *self) const {
+        return self->checker == checker && self->kind == kind &&
+               self->column_count == column_count &&
+               std::memcmp(self->columns, columns, sizeof(Column) * column_count) == 0;
+    }
+};
+
+// A composite key's version 2 hash by `rules`; 0, or -1 when the fallback must answer (an
+// exception set or not).
+int composite_hash_of(const Rules &rules, PyObject *key, bf::KeyHash *out) {
     PyTypeObject *type = Py_TYPE(key);
     if (type != &PyTuple_Type && type != &PyList_Type) return -1;
-    if (PySequence_Fast_GET_SIZE(key) != Py_ssize_t(self->column_count)) return -1;
+    if (PySequence_Fast_GET_SIZE(key) != Py_ssize_t(rules.column_count)) return -1;
     bf::CompositeKey composite;
-    for (uint32_t n = 0; n < self->column_count; n++) {
+    for (uint32_t n = 0; n < rules.column_count; n++) {
         // A uuid.UUID's bytes run Python code, which may change a list: read it again each time.
         if (Py_ssize_t(n) >= PySequence_Fast_GET_SIZE(key)) return -1;
         PyObject *value = PySequence_Fast_GET_ITEM(key, n);
         PyTypeObject *value_type = Py_TYPE(value);
-        const Column &column = self->columns[n];
+        const Column &column = rules.columns[n];
         bool fits;
         switch (column.kind) {
             case kind_str: fits = value_type == &PyUnicode_Type; break;
@@ -702,7 +727,7 @@ int composite_hash_of(FollowerCheck *self, PyObject *key, bf::KeyHash *out) {
         if (!fits) return -1;
         KeyBytes bytes;
         Py_INCREF(value);
-        const int converted = key_bytes_of(self->checker, value, &bytes);
+        const int converted = key_bytes_of(rules.checker, value, &bytes);
         Py_DECREF(value);
         if (converted != 0) return -1;
         composite.add(bf::hash_bytes(bf::kFormatVersion2, bytes.data, size_t(bytes.length)).low);
@@ -712,16 +737,24 @@ int composite_hash_of(FollowerCheck *self, PyObject *key, bf::KeyHash *out) {
     return 0;
 }
 
+bool follower_ready(const FollowerCheck *self) {
+    if (self->fallback != nullptr) return true;
+    PyErr_SetString(PyExc_ValueError, "FollowerCheck.__init__ was not called");
+    return false;
+}
+
 PyObject *FollowerCheck_contains(FollowerCheck *self, PyObject *key) {
-    Checker *checker = self->checker;
-    if (checker == nullptr || self->kind == kind_off) goto fallback;
+    if (!follower_ready(self)) return nullptr;
+    const Rules rules(self);
+    Checker *checker = rules.checker;
+    if (checker == nullptr || rules.kind == kind_off) goto fallback;
     // Past the bound (as _Index.contains computes it: now - refreshed_at > max_lag), the
     // fallback answers True, warns and calls on_event.
     if (self->bounded && monotonic_seconds() - self->refreshed_at > self->max_lag) goto fallback;
     {
         bf::KeyHash h;
         PyTypeObject *type = Py_TYPE(key);
-        switch (self->kind) {
+        switch (rules.kind) {
             case kind_any: break;
             case kind_str:
                 if (type != &PyUnicode_Type) goto fallback;
@@ -739,8 +772,10 @@ PyObject *FollowerCheck_contains(FollowerCheck *self, PyObject *key) {
         }
         Py_INCREF(checker);  // Python code (a key's conversion) may replace the state
         int hashed;
-        if (self->kind == kind_composite) {
-            hashed = composite_hash_of(self, key, &h);
+        if (rules.kind == kind_composite) {
+            hashed = composite_hash_of(rules, key, &h);
+            // Rules changed by the conversions: the key is hashed again, by the fallback.
+            if (hashed == 0 && !rules.same(self)) hashed = -1;
         } else {
             Py_INCREF(key);
             hashed = hash_key(checker, key, &h);
@@ -759,7 +794,12 @@ PyObject *FollowerCheck_contains(FollowerCheck *self, PyObject *key) {
         return PyBool_FromLong(found);
     }
 fallback:
-    return PyObject_CallOneArg(self->fallback, key);
+    // Held for the call: a conversion above may have re-initialised this object.
+    PyObject *fallback = self->fallback;
+    Py_INCREF(fallback);
+    PyObject *answer = PyObject_CallOneArg(fallback, key);
+    Py_DECREF(fallback);
+    return answer;
 }
 
 // composite_many(keys): _Index.contains_many's answers for a list or tuple of composite keys,
@@ -768,8 +808,9 @@ fallback:
 // does not fit them (it raises the error), a copy past its bound (it answers True and warns).
 // Counts no checks: that method has.
 PyObject *FollowerCheck_composite_many(FollowerCheck *self, PyObject *keys) {
-    Checker *checker = self->checker;
-    if (checker == nullptr || self->kind != kind_composite ||
+    const Rules rules(self);
+    Checker *checker = rules.checker;
+    if (checker == nullptr || rules.kind != kind_composite ||
         (!PyList_CheckExact(keys) && !PyTuple_CheckExact(keys)))
         Py_RETURN_NONE;
     Py_INCREF(checker);  // Python code (a key's conversion) may replace the state
@@ -789,11 +830,11 @@ PyObject *FollowerCheck_composite_many(FollowerCheck *self, PyObject *keys) {
         if (i >= PySequence_Fast_GET_SIZE(keys)) goto fallback;
         PyObject *key = PySequence_Fast_GET_ITEM(keys, i);
         Py_INCREF(key);
-        const int hashed = composite_hash_of(self, key, &hashes[i]);
+        const int hashed = composite_hash_of(rules, key, &hashes[i]);
         Py_DECREF(key);
         if (hashed != 0) goto fallback;
     }
-    if (self->checker != checker || self->kind != kind_composite) goto fallback;
+    if (!rules.same(self)) goto fallback;
     if (self->bounded && monotonic_seconds() - self->refreshed_at > self->max_lag) goto fallback;
     if (take_buffer(checker, &view) != 0) goto fallback;
     viewed = true;

@@ -9,12 +9,13 @@ import fractions
 import logging
 import os
 import random
+import struct
 import time
 import uuid
 
 import pytest
 
-from bloomfilter import Filter, _native_check, composite_hash
+from bloomfilter import Filter, _native_check, composite_hash, key_hash
 from bloomfilter.follow import IndexFollower, _Composite
 
 from test_check import keys_of_every_type
@@ -281,3 +282,47 @@ def test_composite_with_an_expression_column_falls_back():
     checked._state = (composite_filter(keys), odd, None)
     assert outcome(checked.contains, ("a", "b")) == outcome(checked._contains_python, ("a", "b"))
     assert checked._fast.checks == 0
+
+
+def test_unready_refused():
+    """A FollowerCheck whose __init__ never ran: an error, not a call of a missing fallback."""
+    from test_native import run_apart
+    out = run_apart("""
+        from bloomfilter import _native_check
+        check = _native_check.native.FollowerCheck.__new__(_native_check.native.FollowerCheck)
+        try:
+            check.contains("a")
+        except ValueError as error:
+            print("refused:", error)
+    """)
+    assert "refused: FollowerCheck.__init__ was not called" in out
+
+
+def test_rules_changed_during_a_key():
+    """A composite key whose conversion (a UUID's bytes, Python code) sees the follower's state
+    replaced, as a reload on the refresh thread does: the key is hashed by the rules it began
+    with and checked in their copy, or handed to the fallback; never hashed by half of each."""
+    key = (uuid.UUID(int=12345), "a", "b")
+    old = Filter.empty(1000)
+    # The key's bits, as the server sets them: a composite key's hash is the version 2 hash of
+    # its parts' hashes, which is what adding their bytes sets.
+    old.add(b"".join(struct.pack("<Q", key_hash(value)) for value in key))
+    assert old.contains_hash(composite_hash(key))
+    three = ((5, 0, 0), (2, 0, 0), (2, 0, 0))  # (kind, low, high): uuid, str, str
+    new = Filter.empty(1000)
+    check = native.FollowerCheck(lambda key: "fallback")
+
+    class Switching(int):
+        def to_bytes(self, *args, **kwargs):
+            check.set_state(new._native, 6, ((2, 0, 0), (2, 0, 0)))
+            return int(self).to_bytes(*args, **kwargs)
+
+    switching = uuid.UUID(int=12345)
+    object.__setattr__(switching, "int", Switching(12345))
+    assert switching.bytes == key[0].bytes
+    check.set_state(old._native, 6, three)
+    assert check.contains((switching, "a", "b")) in (True, "fallback")
+    check.set_state(old._native, 6, three)
+    assert check.composite_many([(switching, "a", "b")]) in ([True], None)
+    check.set_state(old._native, 6, three)
+    assert check.contains(key) is True

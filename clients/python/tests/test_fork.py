@@ -4,6 +4,7 @@ plain os.fork() child the follower has its own connection and thread while the p
 session goes on."""
 
 import os
+import signal
 import time
 import uuid
 
@@ -138,3 +139,56 @@ def test_fork_without_python_at_fork_handlers_and_max_lag(conn, dsn):
         assert follower.backend_pid == parent_backend and follower.last_error is None
     finally:
         follower.close()
+
+
+def close_in_a_child_forked_from_c(follower, registry):
+    """follower.close() in a child that ran no at-fork handler (the follower left out of them, as
+    a fork from C leaves every one): whether it returned within 10 s, as the child's exit
+    status (0), and what the parent's follower says after."""
+    registry.discard(follower)
+    child = os.fork()
+    if child == 0:
+        code = 1
+        try:
+            signal.alarm(10)  # close() joining the parent's thread would wait for ever
+            follower.close()
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    return status
+
+
+def test_close_in_a_child_forked_from_c(conn, dsn, tmp_path):
+    """A child forked from C that closes a follower it inherited returns at once, and leaves
+    the parent's follower (its thread, its session, a shared copy's writer lock) as it was."""
+    from bloomfilter import follow, shared
+    table, index = make_index(conn)
+    follower = IndexFollower(psycopg.connect(dsn), index, interval=INTERVAL)
+    try:
+        backend = follower.backend_pid
+        assert close_in_a_child_forked_from_c(follower, follow._followers) == 0
+        follower.refresh()
+        assert follower.backend_pid == backend and follower.last_error is None
+    finally:
+        follower.close()
+    writer = shared.SharedIndexFollower(psycopg.connect(dsn), index, path=str(tmp_path / "copy"),
+                                        interval=INTERVAL)
+    try:
+        assert writer.writer
+        assert close_in_a_child_forked_from_c(writer, shared._shared_followers) == 0
+        # The parent still holds the writer's lock: a second follower is a reader.
+        reader = shared.SharedIndexFollower(psycopg.connect(dsn), index,
+                                            path=str(tmp_path / "copy"), interval=INTERVAL)
+        try:
+            assert writer.writer and not reader.writer
+            with psycopg.connect(dsn, autocommit=True) as c:
+                c.execute("INSERT INTO %s VALUES ('after.fork@mail.com')" % table)
+            deadline = time.monotonic() + 5
+            while not reader.contains("after.fork@mail.com") and time.monotonic() < deadline:
+                time.sleep(INTERVAL)
+            assert reader.contains("after.fork@mail.com")
+        finally:
+            reader.close()
+    finally:
+        writer.close()

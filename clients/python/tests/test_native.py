@@ -10,6 +10,7 @@ import os
 import random
 import subprocess
 import sys
+import textwrap
 import uuid
 
 import pytest
@@ -261,6 +262,69 @@ def test_checker_misuse():
     with pytest.raises(TypeError, match="not bytes"):
         odd.contains(1.5)
     assert odd.contains("plain") is False
+
+
+def run_apart(code):
+    """Runs code in a fresh interpreter, so that a crash fails the test, not the run; its
+    output."""
+    run = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                         text=True, timeout=300,
+                         cwd=os.path.join(os.path.dirname(__file__), ".."))
+    assert run.returncode == 0, (run.returncode, run.stdout, run.stderr[-2000:])
+    return run.stdout
+
+
+def test_checker_initialised_once():
+    """A Checker re-initialised from a key's conversion while its batch runs would have the batch
+    read the new value's layout over the old value's buffer: refused."""
+    checker = Filter.empty(10)._native
+    with pytest.raises(TypeError, match="initialised once"):
+        checker.__init__(Filter.empty(1000).to_bytes(), _core.key_bytes)
+    out = run_apart("""
+        from bloomfilter import Filter, _core, _native_check
+        native = _native_check.native
+        small = Filter.empty(10, 0.5).update(["key-1"])
+        big = bytearray(Filter.empty(20_000_000, 0.01).to_bytes())
+        class Evil:
+            pass
+        def key_bytes(key):
+            if isinstance(key, Evil):
+                native.Checker.__init__(checker, big, key_bytes)
+                return b"x"
+            return _core.key_bytes(key)
+        checker = native.Checker(small.to_bytes(), key_bytes)
+        try:
+            checker.contains_many([Evil()] + ["key-%d" % i for i in range(5000)])
+        except TypeError as error:
+            print("refused:", error)
+        print("still the small value's:", checker.contains("key-1"))
+    """)
+    assert "refused: a Checker is initialised once" in out
+    assert "still the small value's: True" in out
+
+
+def test_answers_made_after_the_keys():
+    """contains_many's answers list does not exist while key_bytes (Python code) runs: code
+    reaching it through the garbage collector would find it half filled, its items' references
+    not yet counted."""
+    out = run_apart("""
+        import gc
+        from bloomfilter import Filter, _core, _native_check
+        native = _native_check.native
+        COUNT = 300
+        seen = []
+        def key_bytes(key):
+            for obj in gc.get_objects():
+                if type(obj) is list and obj is not keys and len(obj) == COUNT:
+                    seen.append(len(obj))
+                    del obj[:]
+            return _core.key_bytes(key)
+        keys = ["k%d" % i for i in range(128)] + [memoryview(b"x")] * (COUNT - 128)
+        checker = native.Checker(Filter.empty(1000).to_bytes(), key_bytes)
+        answers = checker.contains_many(keys)
+        print("lists seen:", len(seen), "answers:", len(answers), sum(answers))
+    """)
+    assert "lists seen: 0 answers: 300 0" in out
 
 
 def test_keys_changed_during_the_batch():
