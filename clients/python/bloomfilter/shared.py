@@ -19,9 +19,10 @@ key committed until then (a REINDEX that keeps the layout may drop deleted rows'
 that sees a page half-written, each byte old or new, still finds every key committed before the
 time its answers are as of. Anything that changes the layout (the first load, another index
 under the name, a new layer, a reconnection, a takeover) writes a new generation file whole,
-then names it in the control file (`current`, replaced by a rename), marks the old one retired
-and unlinks it; a reader maps a generation only once it is named, so it never answers from a
-torn layout, and remaps when it sees its generation retired.
+then names it in the control file (`current`, replaced by a rename), marks every other one
+retired and unlinks it (a new writer does so too for what a dead one left); a reader maps a
+generation only once it is named, so it never answers from a torn layout, and remaps when it sees
+its generation retired or another one named.
 
 max_lag bounds every reader's "absent" as IndexFollower's does: past it (the writer is dead and
 no one took over, or the server is down) contains() answers True. The monotonic clock the times
@@ -359,23 +360,31 @@ class _Store:
             os.close(fd)
         os.replace(temporary, "current", src_dir_fd=self.dir_fd, dst_dir_fd=self.dir_fd)
 
-    def retire(self, generation):
-        """After another generation became current: tells its readers, and unlinks its file
-        (the memory goes with the last mapping)."""
-        header = generation.header
-        if not generation.writable:  # a new writer's: it mapped the dead writer's copy to read
+    def retire(self, number):
+        """After another generation became current: tells the readers of generation `number`
+        (marks it retired), then unlinks its file (the memory goes with the last mapping). While
+        any follower is left, no generation file goes otherwise: no reader stays on one gone."""
+        name = "gen-%d" % number
+        try:
+            fd = self._open(name, os.O_RDWR)
+        except FileNotFoundError:
+            return
+        except OSError:
+            fd = None  # not a file of ours (refused): unlinked as it is
+        if fd is not None:
             try:
-                fd = self._open("gen-%d" % generation.number, os.O_RDWR)
-            except FileNotFoundError:
-                return
-            try:
-                header = mmap.mmap(fd, _HEADER.size, flags=mmap.MAP_SHARED,
-                                   prot=mmap.PROT_READ | mmap.PROT_WRITE)
+                if (os.fstat(fd).st_size >= _HEADER.size
+                        and os.pread(fd, len(_GENERATION_MAGIC), 0) == _GENERATION_MAGIC):
+                    header = mmap.mmap(fd, _HEADER.size, flags=mmap.MAP_SHARED,
+                                       prot=mmap.PROT_READ | mmap.PROT_WRITE)
+                    try:
+                        at, wall, _, _ = _read_state(header)
+                        _write_state(header, at, wall, 1)
+                    finally:
+                        header.close()
             finally:
                 os.close(fd)
-        at, wall, _, _ = _read_state(header)
-        _write_state(header, at, wall, 1)
-        self._unlink("gen-%d" % generation.number)
+        self._unlink(name)
 
     def _unlink(self, name):
         try:
@@ -383,12 +392,18 @@ class _Store:
         except FileNotFoundError:
             pass
 
-    def remove_leftovers(self, keep=None):
-        """Unlinks the files of generations other than `keep` and unfinished ones (a writer that
-        died): done by a new writer, which alone writes here."""
+    def remove_leftovers(self, keep=None, retire=True):
+        """Retires the generations other than `keep` (only unlinks them without `retire`: the
+        last follower's, with no one left to look) and unlinks unfinished ones (a writer that
+        died): done by the writer, which alone writes here, or by the last follower."""
         for name in os.listdir(self.dir_fd):
-            if name.startswith("tmp-") or name.startswith("current.tmp-") or (
-                    name.startswith("gen-") and name != "gen-%s" % keep):
+            if name.startswith("gen-") and name != "gen-%s" % keep:
+                number = name[len("gen-"):]
+                if retire and number.isdigit() and name == "gen-%d" % int(number):
+                    self.retire(int(number))
+                else:
+                    self._unlink(name)
+            elif name.startswith("tmp-") or name.startswith("current.tmp-"):
                 self._unlink(name)
 
     def close(self):
@@ -406,7 +421,7 @@ class _Store:
             else:
                 # No follower left (a newcomer waits for this lock, then starts again).
                 self._unlink("current")
-                self.remove_leftovers()
+                self.remove_leftovers(retire=False)
                 self._unlink("lock")
                 self._unlink("users")
                 try:
@@ -614,15 +629,20 @@ class SharedIndexFollower(_Index, _Connected):
         return True
 
     def _sync(self):
-        generation = self._generation
+        generation, store = self._generation, self._store
         if generation is not None:
             at, wall, retired, _ = generation.read()
-            if retired:
-                try:
+            try:
+                # Retired, or another one named (a writer killed before it retired the one it
+                # replaced leaves it unretired): maps the current one.
+                replaced = retired or (store is not None
+                                       and store.current_number() != generation.number)
+                if replaced:
                     self._attach()
-                except Exception as error:
-                    self.last_error = error
-            elif at > self._refreshed_at:
+            except Exception as error:
+                self.last_error = error
+                replaced = True
+            if not replaced and at > self._refreshed_at:
                 self._refreshed(at, wall)
         else:
             self._attach()
@@ -660,11 +680,12 @@ class SharedIndexFollower(_Index, _Connected):
             chunks.close()
             self._close_connection()
             raise
-        old, self._generation = self._generation, generation
+        self._generation = generation
         self._state = (f, key_type, transform)
         self._oid, self._lsn = oid, _text(lsn)
-        if old is not None:
-            self._store.retire(old)
+        # Every other generation: the one this process had mapped, and the one `current` named
+        # before (after a takeover, the dead writer's, which its readers are on).
+        self._store.remove_leftovers(keep=generation.number)
         self._loaded(f, self.last_bytes)
 
     def _chunks(self, oid):

@@ -60,3 +60,40 @@ def run(pipe, dsn, index, path, interval, max_lag):
             pipe.send((false_negatives[:20], len(false_negatives), counts["checks"],
                        counts["rounds"], sorted(g for g in counts["generations"] if g is not None)))
             return
+
+
+def manual(pipe, dsn, index, path, interval, max_lag):
+    """A follower without its thread until told to start it, obeying commands from a pipe: so
+    that a test orders the followers' steps across processes."""
+    import signal
+    from bloomfilter import shared
+
+    follower = SharedIndexFollower(dsn, index, path=path, interval=interval, max_lag=max_lag,
+                                   background=False)
+    pipe.send(("ready", os.getpid(), follower.writer))
+    while True:
+        command, argument = pipe.recv()
+        if command == "refresh":
+            follower.refresh()
+        elif command == "start":
+            follower.start()
+        elif command in ("die_after_publish", "stop_after_publish"):
+            # Once its next generation is named, before it retires any, the process is killed
+            # (SIGKILL), or stops (SIGSTOP) until the test lets it go on.
+            publish = shared._Store._publish
+            sent = signal.SIGKILL if command == "die_after_publish" else signal.SIGSTOP
+
+            def publish_then_signal(store, number):
+                publish(store, number)
+                shared._Store._publish = publish
+                os.kill(os.getpid(), sent)
+            shared._Store._publish = publish_then_signal
+        elif command == "close":
+            follower.close()
+        if command == "ask":
+            pipe.send((follower._refreshed_at, follower.contains_many(argument), follower.writer,
+                       follower.stats()))
+        else:
+            pipe.send((follower.writer, follower.stats()["generation"]))
+        if command == "close":
+            return

@@ -4,6 +4,7 @@ key committed before what its answers are as of, across a rebuild (REINDEX), a g
 layer), the writer's SIGKILL (another process takes over) and a PostgreSQL restart; a reader
 stale past max_lag answers True; a directory or file another user could reach is refused."""
 
+import json
 import multiprocessing
 import os
 import signal
@@ -574,3 +575,196 @@ def test_readers_apply_the_key_rules_the_writer_read(conn, dsn, tmp_path):
             assert reader._state[1:] and writer.contains(absent) == reader.contains(absent)
             with pytest.raises(TypeError):
                 reader.contains(5 if suffix == "_lower" else ("x", "y"))
+
+
+class Ordered:
+    """Followers each in a process of its own (shared_workers.manual), without their threads
+    until told: the test orders their steps."""
+
+    def __init__(self, dsn, index, path):
+        self.args = (dsn, index, path, INTERVAL)
+        self.context = multiprocessing.get_context("spawn")
+        self.followers = {}  # name: (process, pipe)
+
+    def start(self, name, max_lag):
+        """Starts a follower in a new process: whether it is the writer."""
+        mine, theirs = self.context.Pipe()
+        process = self.context.Process(target=shared_workers.manual,
+                                       args=(theirs,) + self.args + (max_lag,), daemon=True)
+        process.start()
+        theirs.close()
+        assert mine.poll(60), "%s did not start" % name
+        _, _, writer = mine.recv()
+        self.followers[name] = (process, mine)
+        return writer
+
+    def call(self, name, command, argument=None):
+        _, pipe = self.followers[name]
+        pipe.send((command, argument))
+        assert pipe.poll(60), "%s did not answer %s" % (name, command)
+        return pipe.recv()
+
+    def killed_during(self, name, command):
+        """Sends a command the process is killed during (die_after_publish)."""
+        process, pipe = self.followers.pop(name)
+        pipe.send((command, None))
+        process.join(60)
+        pipe.close()
+        assert process.exitcode == -signal.SIGKILL, process.exitcode
+
+    def close(self, name):
+        self.call(name, "close")
+        process, pipe = self.followers.pop(name)
+        process.join(10)
+        pipe.close()
+
+    def stop(self):
+        for name in list(self.followers):
+            process, pipe = self.followers.pop(name)
+            try:
+                pipe.send(("close", None))
+                if pipe.poll(30):
+                    pipe.recv()
+            except (OSError, EOFError):
+                pass
+            process.join(10)
+            if process.is_alive():
+                process.kill()
+                process.join(10)
+            pipe.close()
+
+
+def _commit_keys_they_lack(conn, table, followers, name):
+    """Commits keys the follower's generation answers False for: (keys, time.monotonic() once
+    COMMIT had returned)."""
+    keys = ["late%d.%s@mail.com" % (i, uuid.uuid4().hex[:6]) for i in range(50)]
+    _, answers, _, _ = followers.call(name, "ask", keys)
+    keys = [key for key, answer in zip(keys, answers) if not answer]
+    assert len(keys) > 40
+    conn.execute("INSERT INTO %s SELECT unnest(%%s::text[])" % table, [keys])
+    return keys, time.monotonic()
+
+
+def _every_follower_reaches(followers, names, keys, since, path):
+    """Within max_lag and some slack, every follower named maps the generation `current` names,
+    as of after `since`, and answers True for every key: the generation's number."""
+    with open(os.path.join(path, "current")) as f:
+        current = json.load(f)["generation"]
+    bound = MAX_LAG + 2.0
+    pending = list(names)
+    while pending:
+        late = []
+        for name in pending:
+            as_of, answers, _, stats = followers.call(name, "ask", keys)
+            if stats["generation"] == current and as_of is not None and as_of > since:
+                assert all(answers), (name, stats)
+            else:
+                late.append((name, "%s on generation %s, as of %.2f s before the commit, %d of "
+                                   "%d keys False" % (name, stats["generation"], since - as_of,
+                                                      answers.count(False), len(keys))))
+        pending = [name for name, _ in late]
+        assert not pending or time.monotonic() < since + bound, (
+            "generation %d is current; after %.1f s: %s" % (
+                current, time.monotonic() - since, "; ".join(text for _, text in late)))
+        if pending:
+            time.sleep(INTERVAL)
+    return current
+
+
+def _drop_and_create(conn, table, index):
+    conn.execute("DROP INDEX %s" % index)
+    conn.execute("CREATE INDEX %s ON %s USING bloomfilter (email) WITH (capacity = 20000, "
+                 "expansion = 0)" % (index, table))
+
+
+def test_a_takeover_leaves_no_reader_on_the_generation_current_before(conn, dsn, tmp_path):
+    """W writes generation 1 and B maps it; the index is dropped and created again, W writes 2,
+    which C (max_lag) and D (max_lag=None) map; W closes, and B takes over before it looked for
+    a newer generation, writing 3. C and D go to 3 (B retires 2, the one `current` named, and a
+    reader looks at `current` anyway): they answer True for a key committed after, D too."""
+    table, index = make_index(conn, rows=100)
+    path = str(tmp_path / "share")
+    followers = Ordered(dsn, index, path)
+    try:
+        assert followers.start("W", None)
+        assert not followers.start("B", MAX_LAG)
+        _drop_and_create(conn, table, index)
+        assert followers.call("W", "refresh") == (True, 2)
+        assert not followers.start("C", MAX_LAG)
+        assert not followers.start("D", None)
+        assert followers.call("C", "ask", [])[3]["generation"] == 2
+        assert followers.call("D", "ask", [])[3]["generation"] == 2
+        followers.close("W")
+        assert followers.call("B", "refresh") == (True, 3)  # takes over, still on 1
+        for name in ("B", "C", "D"):
+            followers.call(name, "start")
+        keys, since = _commit_keys_they_lack(conn, table, followers, "D")
+        assert _every_follower_reaches(followers, ["B", "C", "D"], keys, since, path) == 3
+        assert sorted(os.listdir(path)) == ["current", "gen-3", "lock", "users"]
+    finally:
+        followers.stop()
+
+
+def test_a_writer_killed_between_naming_a_generation_and_retiring_the_old_one(conn, dsn, tmp_path):
+    """The writer is killed once it named generation 2 in `current`, before it retired 1: the
+    readers still on 1 (one with max_lag=None) go to the generation the next writer writes (it
+    retires the files it removes; a reader looks at `current` anyway), and answer True for a
+    key committed after."""
+    table, index = make_index(conn, rows=100)
+    path = str(tmp_path / "share")
+    followers = Ordered(dsn, index, path)
+    try:
+        assert followers.start("W", None)
+        assert not followers.start("R", MAX_LAG)
+        assert not followers.start("S", MAX_LAG)
+        assert not followers.start("D", None)
+        followers.call("W", "die_after_publish")
+        _drop_and_create(conn, table, index)
+        followers.killed_during("W", "refresh")
+        assert sorted(os.listdir(path)) == ["current", "gen-1", "gen-2", "lock", "users"]
+        assert followers.call("R", "refresh") == (True, 3)  # takes over, still on 1
+        for name in ("R", "S", "D"):
+            followers.call(name, "start")
+        keys, since = _commit_keys_they_lack(conn, table, followers, "D")
+        assert _every_follower_reaches(followers, ["R", "S", "D"], keys, since, path) == 3
+        assert sorted(os.listdir(path)) == ["current", "gen-3", "lock", "users"]
+    finally:
+        followers.stop()
+
+
+def test_a_writer_stopped_between_naming_a_generation_and_retiring_the_old_one(conn, dsn, tmp_path):
+    """The writer stops (SIGSTOP) once it named generation 2, before it retired 1, keeping the
+    lock: the readers on 1 (one with max_lag=None) look at `current` and go to 2, which holds
+    the keys committed before its load, without waiting for the writer."""
+    table, index = make_index(conn, rows=100)
+    path = str(tmp_path / "share")
+    followers = Ordered(dsn, index, path)
+    try:
+        assert followers.start("W", None)
+        assert not followers.start("R", MAX_LAG)
+        assert not followers.start("D", None)
+        for name in ("R", "D"):
+            followers.call(name, "start")
+        keys, since = _commit_keys_they_lack(conn, table, followers, "D")
+        followers.call("W", "stop_after_publish")
+        _drop_and_create(conn, table, index)
+        process, pipe = followers.followers["W"]
+        pipe.send(("refresh", None))
+        deadline = time.monotonic() + 30
+        while _process_state(process.pid) != "T":
+            assert time.monotonic() < deadline, "the writer did not stop"
+            time.sleep(INTERVAL)
+        assert sorted(os.listdir(path)) == ["current", "gen-1", "gen-2", "lock", "users"]
+        assert _every_follower_reaches(followers, ["R", "D"], keys, since, path) == 2
+        os.kill(process.pid, signal.SIGCONT)
+        assert pipe.poll(30) and pipe.recv() == (True, 2)
+        assert sorted(os.listdir(path)) == ["current", "gen-2", "lock", "users"]
+    finally:
+        for process, _ in followers.followers.values():
+            os.kill(process.pid, signal.SIGCONT)
+        followers.stop()
+
+
+def _process_state(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
