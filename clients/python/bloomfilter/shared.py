@@ -35,6 +35,15 @@ exits) removes the directory; a process killed leaves it to the next one that cl
 Forking servers: a follower made before a fork (gunicorn --preload) is a reader in the children,
 which share the parent's mapping; made after, each process maps the files. The child never
 inherits the writer's role.
+
+The other followers have the same mode, each copy with a store and a writer of its own:
+SharedMultiIndexFollower (MultiIndexFollower's indexes on one connection: a process may write
+one index's copy and read another's, and holds its connection only while it writes one),
+SharedShardedIndexFollower (a SharedIndexFollower per shard; the identity includes the server,
+so shards with the same database, OID and index name never share a copy) and
+SharedAsyncIndexFollower (the writer reads through the async connection, psycopg's or
+asyncpg's). Given `directory`, each copy's directory is made in it, named from its identity;
+followers of one index in one directory share its copy whatever their class.
 """
 
 import asyncio
