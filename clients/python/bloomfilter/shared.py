@@ -871,9 +871,10 @@ class SharedAsyncIndexFollower(_SharedCopy, AsyncIndexFollower):
     """An AsyncIndexFollower with one copy of the index's filter per host, as
     SharedIndexFollower's: the writer follows the index on the async connection (psycopg's
     AsyncConnection or asyncpg) from its task; a reader maps the copy, holds no connection and
-    takes in the writer's refreshes from its task. The arguments are AsyncIndexFollower's and
-    SharedIndexFollower's path, directory and timeout; `async with` or `await start()`, and
-    `await aclose()`.
+    takes in the writer's refreshes from its task (it closes the connection once it has mapped
+    the copy, unless it could not open another: an asyncpg connection given as it is). The
+    arguments are AsyncIndexFollower's and SharedIndexFollower's path, directory and timeout;
+    `async with` or `await start()`, and `await aclose()`.
     """
 
     def __init__(self, conn, index_name, path=None, interval=0.1, max_lag=None, on_event=None,
@@ -923,7 +924,8 @@ class SharedAsyncIndexFollower(_SharedCopy, AsyncIndexFollower):
             await AsyncIndexFollower.refresh(self)
         else:
             self._sync()  # as of the writer's refresh, never of this one's start
-            await self._close_connection()
+            if self._connect is not None:  # else kept: it could not open another to take over
+                await self._close_connection()
 
     async def _load(self):
         if not self.writer:

@@ -164,7 +164,7 @@ def test_multi_reader_past_max_lag_answers_true_and_takes_over(conn, dsn, tmp_pa
     refreshes no more, past max_lag every answer is True; it takes both over once the writer
     closes."""
     directory = str(tmp_path / "copies")
-    (ta, a), (tb, b) = make_index(conn, "a-"), make_index(conn, "b-")
+    (ta, a), (_, b) = make_index(conn, "a-"), make_index(conn, "b-")
     writer = SharedMultiIndexFollower(dsn, [a, b], directory=directory, background=False)
     reader = SharedMultiIndexFollower(dsn, [a, b], directory=directory, background=False,
                                       max_lag=0.3)
@@ -192,6 +192,44 @@ def test_multi_reader_past_max_lag_answers_true_and_takes_over(conn, dsn, tmp_pa
     finally:
         writer.close()
         reader.close()
+
+
+def test_multi_forked_child_reads_both_copies(conn, dsn, tmp_path):
+    """A SharedMultiIndexFollower made before a fork: the child reads both copies the parent
+    writes (it never inherits the writer's role) and finds keys committed after the fork."""
+    (ta, a), (tb, b) = make_index(conn, "a-"), make_index(conn, "b-")
+    follower = SharedMultiIndexFollower(dsn, [a, b], directory=str(tmp_path / "copies"),
+                                        interval=INTERVAL)
+    try:
+        assert follower.index(a).writer and follower.index(b).writer
+        read, write = os.pipe()
+        child = os.fork()
+        if child == 0:
+            code = 1
+            try:
+                with psycopg.connect(dsn, autocommit=True) as c:
+                    c.execute("INSERT INTO %s VALUES ('a-child@mail.com')" % ta)
+                    c.execute("INSERT INTO %s VALUES ('b-child@mail.com')" % tb)
+                at = time.monotonic()
+                deadline = at + 5
+                while min(i._refreshed_at for i in follower.indexes.values()) < at \
+                        and time.monotonic() < deadline:
+                    time.sleep(INTERVAL)
+                os.write(write, b"%d %d %d %d %d" % (
+                    follower.index(a).writer, follower.index(b).writer, follower._conn is None,
+                    follower.index(a).contains("a-child@mail.com"),
+                    follower.index(b).contains("b-child@mail.com")))
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write)
+        _, status = os.waitpid(child, 0)
+        report = os.read(read, 100).decode().split()
+        os.close(read)
+        assert status == 0 and report == ["0", "0", "1", "1", "1"], (status, report)
+        assert follower.index(a).writer and follower.index(b).writer
+    finally:
+        follower.close()
 
 
 # -- SharedShardedIndexFollower -------------------------------------------------------------
