@@ -826,14 +826,15 @@ class SharedMultiIndexFollower(_SharedConnected, MultiIndexFollower):
     Each index has a store of its own (named from its identity in `directory`, by default under
     /dev/shm) and its own writer: this process may write one index's copy and read another's.
     The copies it writes are refreshed over its one connection and thread, which it closes
-    while it writes none. index(name) has SharedIndexFollower's writer, path and stats(); the
-    other arguments are MultiIndexFollower's and SharedIndexFollower's.
+    while it writes none. index(name) has SharedIndexFollower's writer, path and stats(). The
+    arguments are MultiIndexFollower's, and (by keyword) directory and SharedIndexFollower's
+    timeout.
     """
 
     _index_class = _SharedMultiIndex
 
-    def __init__(self, conn, index_names, directory=None, interval=0.1, background=True,
-                 max_lag=None, on_event=None, timeout=60.0):
+    def __init__(self, conn, index_names, interval=0.1, background=True, max_lag=None,
+                 on_event=None, *, directory=None, timeout=60.0):
         self._directory = directory
         self._timeout = timeout
         MultiIndexFollower.__init__(self, conn, index_names, interval=interval,
@@ -853,10 +854,11 @@ class SharedShardedIndexFollower(ShardedIndexFollower):
     """A ShardedIndexFollower whose shards' followers are SharedIndexFollowers: one copy per
     host of each shard's index, in a store of its own (named from its identity, which includes
     the shard's server, in `directory`, by default under /dev/shm), with its own writer. The
-    other arguments are ShardedIndexFollower's and SharedIndexFollower's."""
+    arguments are ShardedIndexFollower's, and (by keyword) directory and SharedIndexFollower's
+    timeout."""
 
-    def __init__(self, conns, index_name, directory=None, interval=0.1, background=True,
-                 max_lag=None, on_event=None, timeout=60.0):
+    def __init__(self, conns, index_name, interval=0.1, background=True, max_lag=None,
+                 on_event=None, *, directory=None, timeout=60.0):
         self._directory = directory
         self._timeout = timeout
         ShardedIndexFollower.__init__(self, conns, index_name, interval=interval,
@@ -873,12 +875,12 @@ class SharedAsyncIndexFollower(_SharedCopy, AsyncIndexFollower):
     AsyncConnection or asyncpg) from its task; a reader maps the copy, holds no connection and
     takes in the writer's refreshes from its task (it closes the connection once it has mapped
     the copy, unless it could not open another: an asyncpg connection given as it is). The
-    arguments are AsyncIndexFollower's and SharedIndexFollower's path, directory and timeout;
-    `async with` or `await start()`, and `await aclose()`.
+    arguments are AsyncIndexFollower's, and (by keyword) SharedIndexFollower's path, directory
+    and timeout; `async with` or `await start()`, and `await aclose()`.
     """
 
-    def __init__(self, conn, index_name, path=None, interval=0.1, max_lag=None, on_event=None,
-                 timeout=60.0, directory=None):
+    def __init__(self, conn, index_name, interval=0.1, max_lag=None, on_event=None, *,
+                 path=None, directory=None, timeout=60.0):
         AsyncIndexFollower.__init__(self, conn, index_name, interval=interval, max_lag=max_lag,
                                     on_event=on_event)
         self._init_shared(timeout)
