@@ -104,13 +104,14 @@ class AsyncIndexFollower(_follow._Index):
 
     async def aclose(self):
         """Stops the task and closes the connection."""
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-            self._task = None
+        task, self._task = self._task, None
+        if task is not None:
+            # Cancelled again until it ends: a driver may swallow a cancellation (asyncpg's
+            # compat.wait_for returns what completed as it was cancelled, for one), and the
+            # task would go on to its next refresh, never ending.
+            while not task.done():
+                task.cancel()
+                await asyncio.wait([task], timeout=0.5)
         await self._close_connection()
 
     async def refresh(self):

@@ -84,7 +84,15 @@ class _AsyncView(_View):
         _View.__init__(self, follower, [follower])
 
     def close(self):
-        asyncio.run_coroutine_threadsafe(self.follower.aclose(), self.loop).result(60)
+        future = asyncio.run_coroutine_threadsafe(self.follower.aclose(), self.loop)
+        try:
+            future.result(20)
+        except Exception:
+            import faulthandler
+            faulthandler.dump_traceback(all_threads=True)
+            for task in asyncio.all_tasks(self.loop):
+                task.print_stack()
+            raise
         self.loop.call_soon_threadsafe(self.loop.stop)
 
 
