@@ -1203,17 +1203,27 @@ class MultiIndexFollower(_Connected):
             raise ValueError("an index is named twice: %r" % (names,))
         self._init_connection(conn, interval)
         self.max_lag = max_lag
-        self.indexes = {name: _SharedIndex(self, name, max_lag, on_event) for name in names}
+        self.indexes = {name: self._index_class(self, name, max_lag, on_event) for name in names}
         try:
             if self._conn is not None:
                 self._prepare_connection()
-            self.refresh()
+            self._first_refresh()
         except BaseException:
             self._close_connection()
             raise
-        _followers.add(self)
+        self._track()
         if background:
             self.start()
+
+    # What a subclass changes (bloomfilter.shared's SharedMultiIndexFollower): each index's
+    # follower, the first refresh and the registry of followers set up again after a fork.
+    _index_class = _SharedIndex
+
+    def _first_refresh(self):
+        self.refresh()
+
+    def _track(self):
+        _followers.add(self)
 
     def _followed(self):
         return tuple(self.indexes.values())
@@ -1258,7 +1268,7 @@ class ShardedIndexFollower:
         self.followers = []
         try:
             for shard, conn in enumerate(conns):
-                self.followers.append(IndexFollower(
+                self.followers.append(self._shard_follower(
                     conn, index_name, interval=interval, background=background, max_lag=max_lag,
                     on_event=None if on_event is None else _for_shard(on_event, shard)))
         except BaseException:
@@ -1266,6 +1276,10 @@ class ShardedIndexFollower:
             raise
         if not self.followers:
             raise ValueError("ShardedIndexFollower needs at least one connection")
+
+    def _shard_follower(self, conn, index_name, **options):
+        """A shard's follower (bloomfilter.shared's SharedShardedIndexFollower makes another)."""
+        return IndexFollower(conn, index_name, **options)
 
     def contains(self, key):
         """False: no shard has a row with this key committed before its last successful

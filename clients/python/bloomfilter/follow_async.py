@@ -104,13 +104,14 @@ class AsyncIndexFollower(_follow._Index):
 
     async def aclose(self):
         """Stops the task and closes the connection."""
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-            self._task = None
+        task, self._task = self._task, None
+        if task is not None:
+            # Cancelled again until it ends: a driver may swallow a cancellation (asyncpg's
+            # compat.wait_for returns what completed as it was cancelled, for one), and the
+            # task would go on to its next refresh, never ending.
+            while not task.done():
+                task.cancel()
+                await asyncio.wait([task], timeout=0.5)
         await self._close_connection()
 
     async def refresh(self):
@@ -205,20 +206,31 @@ class AsyncIndexFollower(_follow._Index):
             await self._conn.close()  # a lost connection (_connection_lost): the next refresh reconnects
             raise
 
-    async def _load(self):
-        rows = await self._query(_follow._DESCRIBE, [self.index_name])
-        parts = await self._query(_follow._KEY_PARTS, [rows[0][0]]) if rows and rows[0][6] != 1 else None
-        columns = (await self._query(_follow._COLUMNS, [rows[0][0]])
+    async def _describe(self, query):
+        """(OID, key type, key transform or None) of the index now under the name, from the
+        queries of IndexFollower's _describe, in its order, run by `query`."""
+        rows = await query(_follow._DESCRIBE, [self.index_name])
+        parts = await query(_follow._KEY_PARTS, [rows[0][0]]) if rows and rows[0][6] != 1 else None
+        columns = (await query(_follow._COLUMNS, [rows[0][0]])
                    if _follow._has_expression(rows, parts) else None)
-        oid, key_type, transform = _follow._key_rules(self.index_name, rows, columns, parts)
-        (lsn,), = await self._query(_follow._CURRENT_LSN, [])
+        return _follow._key_rules(self.index_name, rows, columns, parts)
+
+    async def _whole(self, oid):
+        """bloom_index_filter(oid) as (its length, offset, bytes) rows, counted in last_rows and
+        last_bytes."""
         # In rows of 1 MB, as IndexFollower reads it (libpq's buffer stays as large as the largest
         # row); the OID as text, which asyncpg takes for the query's text parameter.
         rows = await self._query(_follow._LOAD_CHUNKS, [_follow._CHUNK_BYTES, str(oid), _follow._CHUNK_BYTES])
-        data = bytearray(rows[0][0])
-        for _, at, piece in rows:
-            data[at - 1:at - 1 + len(piece)] = piece
-        self.last_rows, self.last_bytes = len(rows), len(data)
+        self.last_rows, self.last_bytes = len(rows), sum(len(piece) for _, _, piece in rows)
+        return [(length, at - 1, piece) for length, at, piece in rows]
+
+    async def _load(self):
+        oid, key_type, transform = await self._describe(self._query)
+        (lsn,), = await self._query(_follow._CURRENT_LSN, [])
+        chunks = await self._whole(oid)
+        data = bytearray(chunks[0][0])
+        for _, at, piece in chunks:
+            data[at:at + len(piece)] = piece
         f = Filter.from_bytes(data)
         self._state = (f, key_type, transform)
         self._oid, self._lsn = oid, _follow._text(lsn)

@@ -36,8 +36,18 @@ exits) removes the directory; a process killed leaves it to the next one that cl
 Forking servers: a follower made before a fork (gunicorn --preload) is a reader in the children,
 which share the parent's mapping; made after, each process maps the files. The child never
 inherits the writer's role.
+
+The other followers have the same mode, each copy with a store and a writer of its own:
+SharedMultiIndexFollower (MultiIndexFollower's indexes on one connection: a process may write
+one index's copy and read another's, and holds its connection only while it writes one),
+SharedShardedIndexFollower (a SharedIndexFollower per shard; the identity includes the server,
+so shards with the same database, OID and index name never share a copy) and
+SharedAsyncIndexFollower (the writer reads through the async connection, psycopg's or
+asyncpg's). Given `directory`, each copy's directory is made in it, named from its identity;
+followers of one index in one directory share its copy whatever their class.
 """
 
+import asyncio
 import atexit
 import errno
 import fcntl
@@ -54,9 +64,12 @@ import weakref
 
 from . import follow
 from ._core import FORMAT_VERSION_LAYERED, HEADER_BYTES, MAGIC, Filter, LayeredFilter
-from .follow import _CURRENT_LSN, _Connected, _Index, _text
+from .follow import (_CURRENT_LSN, MultiIndexFollower, ShardedIndexFollower, _Connected, _Index,
+                     _SharedIndex, _text)
+from .follow_async import AsyncIndexFollower
 
-__all__ = ["SharedIndexFollower", "default_path"]
+__all__ = ["SharedIndexFollower", "SharedMultiIndexFollower", "SharedShardedIndexFollower",
+           "SharedAsyncIndexFollower", "default_path"]
 
 _log = follow._log
 
@@ -447,12 +460,70 @@ def _write_all(fd, data, offset):
 _IDENTITY = """
 SELECT pg_catalog.current_database(), d.oid::bigint, CURRENT_USER::text, n.nspname::text,
        c.relname::text, pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname),
-       pg_catalog.current_setting('port'), pg_catalog.pg_backend_pid()
+       pg_catalog.current_setting('port'),
+       CASE WHEN pg_catalog.has_function_privilege('pg_catalog.pg_control_system()', 'EXECUTE')
+            THEN (SELECT s.system_identifier::text FROM pg_catalog.pg_control_system() s) END,
+       pg_catalog.pg_backend_pid()
   FROM pg_catalog.pg_class c
   JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
   JOIN pg_catalog.pg_database d ON d.datname = pg_catalog.current_database()
  WHERE c.oid = %s::text::regclass
 """
+
+
+def _address(conn):
+    """(host, port) a connection was made to, as its driver gives them (asyncpg: its address)."""
+    info = getattr(conn, "info", None)
+    if info is not None:
+        return getattr(info, "host", None), str(getattr(info, "port", ""))
+    address = getattr(conn, "_addr", None)  # asyncpg's: (host, port), or a Unix socket's path
+    if isinstance(address, tuple):
+        return str(address[0]), str(address[1])
+    if address is None:
+        return None, ""
+    # As libpq names a Unix socket: its directory, and the port in the file's name.
+    directory, name = os.path.split(str(address))
+    if name.startswith(".s.PGSQL."):
+        return directory, name[len(".s.PGSQL."):]
+    return str(address), ""
+
+
+def _identity_of(index_name, rows, conn):
+    """(identity, schema-qualified name) of an index from its _IDENTITY rows: what the followers
+    sharing a copy have in common, the server (the address connected to, its port and its system
+    identifier), database, role and index."""
+    if not rows:
+        raise LookupError("index %s not found" % index_name)
+    database, database_oid, role, schema, relation, qualified, server_port, system = map(_text, rows[0])
+    host, port = _address(conn)
+    return {"host": host, "port": port, "server_port": server_port, "system": system,
+            "database": database, "database_oid": int(database_oid), "role": role,
+            "schema": schema, "index": relation}, qualified
+
+
+def _store_path(identity, path, directory):
+    """The directory of an index's copy: path, else one named from the identity in `directory`
+    (made 0700 if need be), else default_path's."""
+    if path is not None:
+        return path
+    if directory is None:
+        return default_path(identity)
+    os.makedirs(directory, 0o700, exist_ok=True)
+    return os.path.join(directory, os.path.basename(default_path(identity)))
+
+
+def _joined(indexes, started):
+    """True once each index's follower writes its copy or maps a generation of it; TimeoutError
+    once the first timeout of theirs since `started` (time.monotonic()) has passed."""
+    waiting = [index for index in indexes if not index._take_over() and not index._attach()]
+    if not waiting:
+        return True
+    late = [index for index in waiting if time.monotonic() - started > index._timeout]
+    if late:
+        raise TimeoutError("shared follower of %s: no copy in %s after %s s, and another process "
+                           "holds the writer's lock" % (late[0].index_name, late[0].path,
+                                                        late[0]._timeout))
+    return False
 
 
 # Followers alive in this process, set up again in a forked child.
@@ -464,7 +535,7 @@ def _after_fork_in_child():
         try:
             follower._after_fork()
         except Exception:
-            _log.exception("shared follower of %s: could not set up after fork", follower.index_name)
+            _log.exception("shared follower of %s: could not set up after fork", follower._name)
 
 
 if hasattr(os, "register_at_fork"):
@@ -477,91 +548,31 @@ def _close_at_exit():
     for follower in list(_shared_followers):
         if follower._pid == os.getpid():
             try:
-                follower.close()
+                follower._leave()
             except Exception:
                 pass
 
 
-class SharedIndexFollower(_Index, _Connected):
-    """Follows a bloomfilter index with one copy of its filter per host (see the module's
-    documentation): IndexFollower's contains, contains_many, lag, is_fresh, filter, stats,
-    refresh and close, and its arguments, and:
+class _SharedCopy(_Index):
+    """One index followed through its shared copy (a _Store): the writer's role, the generation
+    mapped and the answers from it. The follower gives the connection the writer reads through
+    (_query and _filter_chunks, or the async ones), and its connection owner's _closed."""
 
-    path: the directory of the shared copy (None: under /dev/shm, named from the user and the
-    index's identity); every follower sharing it must follow the same index. timeout: seconds a
-    new follower waits for the writer's first copy before raising TimeoutError. conn is used to
-    learn the index's identity, then by the writer: a reader closes it once it has mapped the
-    copy, and opens another the same way if it takes over.
-
-    The index is the one index_name names when the follower starts, followed by its
-    schema-qualified name (index_name becomes that name). Only the writer checks the copy
-    against the index's capacity (the "capacity" event); every follower reports "reload" when it
-    maps a new generation, and "stale"/"fresh" by its own lag. writer says whether this
-    process is the writer now.
-    """
-
-    def __init__(self, conn, index_name, path=None, interval=0.1, background=True, max_lag=None,
-                 on_event=None, timeout=60.0):
-        self._init_connection(conn, interval)
-        self._init_index(index_name, max_lag, on_event)
-        self._connection_owner = self
-        self.name_given = index_name
+    def _init_shared(self, timeout):
         self.writer = False
+        self.path = None
+        self._timeout = timeout
         self._generation = None
         self._store = None
         self._role_lock = threading.Lock()
-        try:
-            if self._conn is None:
-                self._open()
-            else:
-                self._prepare_connection()
-            self._reload_reason = "start"
-            rows = self._query(_IDENTITY, [index_name])
-            if not rows:
-                raise LookupError("index %s not found" % index_name)
-            database, database_oid, role, schema, relation, qualified, server_port = map(_text, rows[0])
-            info = getattr(self._conn, "info", None)
-            identity = {"host": getattr(info, "host", None), "port": str(getattr(info, "port", "")),
-                        "server_port": server_port, "database": database,
-                        "database_oid": int(database_oid), "role": role, "schema": schema,
-                        "index": relation}
-            self.index_name = qualified
-            self._store = _Store(path or default_path(identity), identity)
-            self.path = self._store.path
-            deadline = time.monotonic() + timeout
-            while True:
-                if self._take_over():
-                    _Connected.refresh(self)
-                    break
-                if self._attach():
-                    break
-                if time.monotonic() > deadline:
-                    raise TimeoutError("shared follower of %s: no copy in %s after %s s, and "
-                                       "another process holds the writer's lock"
-                                       % (qualified, self.path, timeout))
-                time.sleep(min(interval, 0.05))
-            if not self.writer:
-                self._close_connection()  # a reader needs none until it takes over
-        except BaseException:
-            self._close_connection()
-            if self._store is not None:
-                self._store.close()
-                self._store = None
-            raise
-        _shared_followers.add(self)
-        if background:
-            self.start()
 
-    def _followed(self):
-        return (self,)
-
-    @property
-    def _name(self):
-        return self.index_name
-
-    def __repr__(self):
-        return "<bloomfilter.shared follower of %s, %s, in %s>" % (
-            self.index_name, "writer" if self.writer else "reader", self.path)
+    def _open_store(self, rows, conn, path, directory):
+        """Opens the index's store, from its _IDENTITY rows; index_name becomes the
+        schema-qualified name."""
+        identity, qualified = _identity_of(self.index_name, rows, conn)
+        self.index_name = qualified
+        self._store = _Store(_store_path(identity, path, directory), identity)
+        self.path = self._store.path
 
     # -- roles -----------------------------------------------------------------------------
 
@@ -570,7 +581,7 @@ class SharedIndexFollower(_Index, _Connected):
         with self._role_lock:
             if self.writer:
                 return True
-            if self._closed or not self._store.try_lock():
+            if self._connection_owner._closed or not self._store.try_lock():
                 return False
             self.writer = True
             self._lsn = None
@@ -579,30 +590,23 @@ class SharedIndexFollower(_Index, _Connected):
             self._store.remove_leftovers(keep=self._store.current_number())
             return True
 
-    def refresh(self):
-        """The writer: brings the shared copy up to date (one query). A reader: takes the
-        writer's role if it is free, else takes in the writer's last refresh (and maps a new
-        generation if there is one)."""
-        if self._pid != os.getpid():  # forked where the at-fork handlers did not run
-            with follow._restart_lock:
-                if self._pid != os.getpid():
-                    self._after_fork()
-        if self._take_over():
-            return _Connected.refresh(self)
-        self._deferred_events(self._sync)
+    def _forget_role(self):
+        # In a forked child: the child shares the parent's open lock file, hence its lock: it
+        # forgets it (closing its copy, which leaves the parent's lock held) and is a reader of
+        # the parent's mapping.
+        self._role_lock = threading.Lock()
+        self.writer = False
+        if self._store is not None:
+            self._store.drop_lock()
 
-    def _deferred_events(self, work):
-        # As _Connected.refresh: on_event is called once the lock is released.
-        with self._lock:
-            with self._flag_lock:
-                self._deferred = []
-            try:
-                work()
-            finally:
-                with self._flag_lock:
-                    events, self._deferred = self._deferred, None
-        for event, info in events:
-            self._call(event, info)
+    def _close_store(self):
+        """Lets another process be the writer; the last follower of the copy on the host removes
+        its files."""
+        with self._role_lock:
+            self.writer = False
+            if self._store is not None:
+                self._store.close()
+                self._store = None
 
     # -- a reader --------------------------------------------------------------------------
 
@@ -629,6 +633,8 @@ class SharedIndexFollower(_Index, _Connected):
         return True
 
     def _sync(self):
+        """A reader's refresh: as of the writer's last published refresh (its start, not this
+        call's), mapping a new generation if there is one."""
         generation, store = self._generation, self._store
         if generation is not None:
             at, wall, retired, _ = generation.read()
@@ -658,7 +664,6 @@ class SharedIndexFollower(_Index, _Connected):
         if not self.writer:
             raise AssertionError("only the writer reads the filter")
         started, wall = time.monotonic(), time.time()
-        reason = self._reload_reason or "reload"
         answers = []
 
         def query(sql, parameters):
@@ -668,18 +673,28 @@ class SharedIndexFollower(_Index, _Connected):
 
         oid, key_type, transform = _Index._describe(_Describing(self.index_name, query))
         (lsn,), = self._query(_CURRENT_LSN, [])
-        # The readers take the key rules from the same rows (_key_rules_of).
-        meta = {"describe": answers, "reason": reason}
         self.last_rows = self.last_bytes = 0
-        chunks = self._chunks(oid)
+        chunks = self._filter_chunks(oid)
         try:
-            generation, f = self._store.new_generation(chunks, meta, started, wall, _mapped_filter)
+            self._install(chunks, oid, key_type, transform, lsn, answers, started, wall)
         except BaseException:
-            # A query left unread midway leaves its connection busy: the next refresh opens
-            # another (and reads the filter whole).
+            # A query left unread midway leaves its connection busy: closed (as a connection
+            # lost), so the next refresh opens another (and reads the filter whole).
             chunks.close()
-            self._close_connection()
+            conn = self._connection_owner._conn
+            if conn is not None:
+                try:
+                    conn.close()
+                except Exception:
+                    pass
             raise
+
+    def _install(self, chunks, oid, key_type, transform, lsn, answers, started, wall):
+        """Makes the filter's bytes (chunks: (its length, offset, bytes)) the next generation,
+        current once whole, answers from it and retires every other. The readers take the key
+        rules from `answers`, the rows of the queries _describe ran (_key_rules_of)."""
+        meta = {"describe": answers, "reason": self._reload_reason or "reload"}
+        generation, f = self._store.new_generation(chunks, meta, started, wall, _mapped_filter)
         self._generation = generation
         self._state = (f, key_type, transform)
         self._oid, self._lsn = oid, _text(lsn)
@@ -687,11 +702,6 @@ class SharedIndexFollower(_Index, _Connected):
         # before (after a takeover, the dead writer's, which its readers are on).
         self._store.remove_leftovers(keep=generation.number)
         self._loaded(f, self.last_bytes)
-
-    def _chunks(self, oid):
-        """bloom_index_filter(oid) as (its length, offset, bytes) rows, each written to the
-        generation as it comes (IndexFollower's chunked read)."""
-        return self._filter_chunks(oid)
 
     def _refreshed(self, started, wall):
         _Index._refreshed(self, started, wall)
@@ -707,27 +717,273 @@ class SharedIndexFollower(_Index, _Connected):
                      generation=None if self._generation is None else self._generation.number)
         return stats
 
-    # -- the process -----------------------------------------------------------------------
+
+class _SharedConnected(_Connected):
+    """The connection and thread of followers of shared copies (SharedIndexFollower,
+    SharedMultiIndexFollower): a refresh takes the writer's role of each copy whose lock is free,
+    refreshes the copies this process writes over the connection and takes in the others from
+    their stores. The connection is closed while the process writes none."""
+
+    def _join(self, path, directory):
+        """At the start: opens each index's store (path, or named in directory) and waits until
+        this process writes it or maps its copy; the copies it writes are read."""
+        indexes = self._followed()
+        started = time.monotonic()
+        try:
+            if self._conn is None:
+                self._open()
+            elif self.backend_pid is None:  # a connection given and not prepared yet
+                self._prepare_connection()
+            for index in indexes:
+                index._open_store(self._query(_IDENTITY, [index.index_name]), self._conn, path,
+                                  directory)
+            while not _joined(indexes, started):
+                time.sleep(min(self.interval, 0.05))
+            _Connected.refresh(self)
+        except BaseException:
+            self._close_connection()
+            for index in indexes:
+                index._close_store()
+            raise
+        _shared_followers.add(self)
+
+    def refresh(self):
+        """Each copy this process writes: brought up to date (one query). Each other: takes the
+        writer's role if it is free, else takes in the writer's last refresh (and maps a new
+        generation if there is one)."""
+        if self._pid != os.getpid():  # forked where the at-fork handlers did not run
+            with follow._restart_lock:
+                if self._pid != os.getpid():
+                    self._after_fork()
+        _Connected.refresh(self)
+
+    def _refresh_locked(self, indexes):
+        writers = [index for index in indexes if index._take_over()]
+        for index in indexes:
+            if not index.writer:
+                index._sync()  # as of the writer's refresh, never of this one's start
+        if writers:
+            _Connected._refresh_locked(self, writers)
+        else:
+            self._close_connection()  # a reader needs none until it takes over
 
     def _after_fork(self):
-        # The child shares the parent's open lock file, hence its lock: it forgets it (closing
-        # its copy, which leaves the parent's lock held) and is a reader of the parent's mapping.
-        self._role_lock = threading.Lock()
-        self.writer = False
-        if self._store is not None:
-            self._store.drop_lock()
+        for index in self._followed():
+            index._forget_role()
         _Connected._after_fork(self)
 
     def close(self):
-        """Stops the thread and closes the connection; lets another process be the writer; the
-        last follower of the copy on the host removes its files. contains() still answers from
-        the mapping (going stale as IndexFollower's does after close)."""
+        """Stops the thread and closes the connection; lets another process be the writer of
+        each copy; the last follower of a copy on the host removes its files. contains() still
+        answers from the mapping (going stale as IndexFollower's does after close)."""
         _Connected.close(self)
-        with self._role_lock:
-            self.writer = False
-            if self._store is not None:
-                self._store.close()
-                self._store = None
+        for index in self._followed():
+            index._close_store()
+
+    _leave = close
+
+
+class SharedIndexFollower(_SharedCopy, _SharedConnected):
+    """Follows a bloomfilter index with one copy of its filter per host (see the module's
+    documentation): IndexFollower's contains, contains_many, lag, is_fresh, filter, stats,
+    refresh and close, and its arguments, and:
+
+    path: the directory of the shared copy (None: one named from the user and the index's
+    identity in `directory`, by default under /dev/shm); every follower sharing it must follow
+    the same index. timeout: seconds a new follower waits for the writer's first copy before
+    raising TimeoutError. conn is used to learn the index's identity, then by the writer: a
+    reader closes it once it has mapped the copy, and opens another the same way if it takes
+    over.
+
+    The index is the one index_name names when the follower starts, followed by its
+    schema-qualified name (index_name becomes that name). Only the writer checks the copy
+    against the index's capacity (the "capacity" event); every follower reports "reload" when it
+    maps a new generation, and "stale"/"fresh" by its own lag. writer says whether this
+    process is the writer now.
+    """
+
+    def __init__(self, conn, index_name, path=None, interval=0.1, background=True, max_lag=None,
+                 on_event=None, timeout=60.0, directory=None):
+        self._init_connection(conn, interval)
+        self._init_index(index_name, max_lag, on_event)
+        self._init_shared(timeout)
+        self._connection_owner = self
+        self.name_given = index_name
+        self._join(path, directory)
+        if background:
+            self.start()
+
+    def _followed(self):
+        return (self,)
+
+    @property
+    def _name(self):
+        return self.index_name
+
+    def __repr__(self):
+        return "<bloomfilter.shared follower of %s, %s, in %s>" % (
+            self.index_name, "writer" if self.writer else "reader", self.path)
+
+
+class _SharedMultiIndex(_SharedCopy, _SharedIndex):
+    """One index of a SharedMultiIndexFollower: its shared copy, read through the follower's
+    connection when this process writes it."""
+
+    def __init__(self, follower, index_name, max_lag, on_event):
+        _SharedIndex.__init__(self, follower, index_name, max_lag, on_event)
+        self._init_shared(follower._timeout)
+
+    def __repr__(self):
+        return "<bloomfilter.shared index %s of a SharedMultiIndexFollower, %s, in %s>" % (
+            self.index_name, "writer" if self.writer else "reader", self.path)
+
+
+class SharedMultiIndexFollower(_SharedConnected, MultiIndexFollower):
+    """A MultiIndexFollower whose indexes each have one copy per host, as SharedIndexFollower's:
+
+        follower = SharedMultiIndexFollower(dsn, ["users_email_bloom", "orders_ref_bloom"], max_lag=5)
+        follower.index("users_email_bloom").contains(email)
+
+    Each index has a store of its own (named from its identity in `directory`, by default under
+    /dev/shm) and its own writer: this process may write one index's copy and read another's.
+    The copies it writes are refreshed over its one connection and thread, which it closes
+    while it writes none. index(name) has SharedIndexFollower's writer, path and stats(). The
+    arguments are MultiIndexFollower's, and (by keyword) directory and SharedIndexFollower's
+    timeout.
+    """
+
+    _index_class = _SharedMultiIndex
+
+    def __init__(self, conn, index_names, interval=0.1, background=True, max_lag=None,
+                 on_event=None, *, directory=None, timeout=60.0):
+        self._directory = directory
+        self._timeout = timeout
+        MultiIndexFollower.__init__(self, conn, index_names, interval=interval,
+                                    background=background, max_lag=max_lag, on_event=on_event)
+
+    def _first_refresh(self):
+        self._join(None, self._directory)
+
+    def _track(self):
+        pass  # in _shared_followers (_join)
+
+    def __repr__(self):
+        return "<bloomfilter.shared follower of %s>" % self._name
+
+
+class SharedShardedIndexFollower(ShardedIndexFollower):
+    """A ShardedIndexFollower whose shards' followers are SharedIndexFollowers: one copy per
+    host of each shard's index, in a store of its own (named from its identity, which includes
+    the shard's server, in `directory`, by default under /dev/shm), with its own writer. The
+    arguments are ShardedIndexFollower's, and (by keyword) directory and SharedIndexFollower's
+    timeout."""
+
+    def __init__(self, conns, index_name, interval=0.1, background=True, max_lag=None,
+                 on_event=None, *, directory=None, timeout=60.0):
+        self._directory = directory
+        self._timeout = timeout
+        ShardedIndexFollower.__init__(self, conns, index_name, interval=interval,
+                                      background=background, max_lag=max_lag, on_event=on_event)
+
+    def _shard_follower(self, conn, index_name, **options):
+        return SharedIndexFollower(conn, index_name, directory=self._directory,
+                                   timeout=self._timeout, **options)
+
+
+class SharedAsyncIndexFollower(_SharedCopy, AsyncIndexFollower):
+    """An AsyncIndexFollower with one copy of the index's filter per host, as
+    SharedIndexFollower's: the writer follows the index on the async connection (psycopg's
+    AsyncConnection or asyncpg) from its task; a reader maps the copy, holds no connection and
+    takes in the writer's refreshes from its task (it closes the connection once it has mapped
+    the copy, unless it could not open another: an asyncpg connection given as it is). The
+    arguments are AsyncIndexFollower's, and (by keyword) SharedIndexFollower's path, directory
+    and timeout; `async with` or `await start()`, and `await aclose()`.
+    """
+
+    def __init__(self, conn, index_name, interval=0.1, max_lag=None, on_event=None, *,
+                 path=None, directory=None, timeout=60.0):
+        AsyncIndexFollower.__init__(self, conn, index_name, interval=interval, max_lag=max_lag,
+                                    on_event=on_event)
+        self._init_shared(timeout)
+        self.name_given = index_name
+        self._where = (path, directory)
+        self._closed = False
+        self._pid = os.getpid()
+
+    @property
+    def _name(self):
+        return self.index_name
+
+    def __repr__(self):
+        return "<bloomfilter.shared async follower of %s, %s, in %s>" % (
+            self.index_name, "writer" if self.writer else "reader", self.path)
+
+    async def start(self):
+        """Opens the store and maps the copy or, as the writer, reads it (if not yet); starts
+        the refreshing task on the running loop."""
+        if self._store is None:
+            started = time.monotonic()
+            try:
+                if self._conn is None:
+                    await self._open()
+                if not self._prepared:
+                    await self._prepare_connection()
+                self._open_store(await self._query(_IDENTITY, [self.index_name]), self._conn,
+                                 *self._where)
+                while not _joined((self,), started):
+                    await asyncio.sleep(min(self.interval, 0.05))
+                await self.refresh()
+            except BaseException:
+                await self._close_connection()
+                self._close_store()
+                raise
+            _shared_followers.add(self)
+        return await AsyncIndexFollower.start(self)
+
+    async def refresh(self):
+        """The writer: brings the shared copy up to date (one query). A reader: takes the
+        writer's role if it is free, else takes in the writer's last refresh."""
+        if self._take_over():
+            await AsyncIndexFollower.refresh(self)
+        else:
+            self._sync()  # as of the writer's refresh, never of this one's start
+            if self._connect is not None:  # else kept: it could not open another to take over
+                await self._close_connection()
+
+    async def _load(self):
+        if not self.writer:
+            raise AssertionError("only the writer reads the filter")
+        started, wall = time.monotonic(), time.time()
+        answers = []
+
+        async def query(sql, parameters):
+            rows = await self._query(sql, parameters)
+            answers.append(_plain(rows))
+            return rows
+
+        oid, key_type, transform = await self._describe(query)
+        (lsn,), = await self._query(_CURRENT_LSN, [])
+        chunks = await self._whole(oid)
+        self._install(chunks, oid, key_type, transform, lsn, answers, started, wall)
+
+    async def aclose(self):
+        """Stops the task and closes the connection; lets another process be the writer; the
+        last follower of the copy on the host removes its files."""
+        self._closed = True
+        await AsyncIndexFollower.aclose(self)
+        self._close_store()
+
+    def _leave(self):
+        self._closed = True
+        self._close_store()
+
+    def _after_fork(self):
+        # The parent's connection and task are not the child's: it is a reader until it
+        # refreshes on a loop of its own.
+        self._forget_role()
+        self._conn, self._prepared, self._lock, self._task = None, False, None, None
+        self._lsn = None
+        self._pid = os.getpid()
 
 
 class _Describing:

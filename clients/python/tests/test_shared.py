@@ -19,7 +19,7 @@ from bloomfilter.shared import SharedIndexFollower
 from gunicorn_workers import ask_every_worker, gunicorn
 
 from clusters import Cluster
-import shared_workers
+from shared_workers import Workers
 
 pytestmark = pytest.mark.server
 
@@ -46,73 +46,6 @@ def cluster():
     c.remove()
 
 
-class Workers:
-    """Processes (multiprocessing, spawn) each running shared_workers.run."""
-
-    def __init__(self, dsn, index, path):
-        self.args = (dsn, index, path, INTERVAL, MAX_LAG)
-        self.context = multiprocessing.get_context("spawn")
-        self.workers = {}   # pid: (process, pipe)
-        self.committed = {}
-
-    def start(self, count=1):
-        for _ in range(count):
-            mine, theirs = self.context.Pipe()
-            process = self.context.Process(target=shared_workers.run, args=(theirs,) + self.args,
-                                           daemon=True)
-            process.start()
-            assert mine.poll(60), "a worker did not start"
-            _, pid, _ = mine.recv()
-            self.workers[pid] = (process, mine)
-            if self.committed:
-                self.call(pid, "commit", self.committed)
-
-    def call(self, pid, command, argument=None):
-        _, pipe = self.workers[pid]
-        pipe.send((command, argument))
-        assert pipe.poll(60), "worker %d did not answer %s" % (pid, command)
-        return pipe.recv()
-
-    def commit(self, keys_at):
-        self.committed.update(keys_at)
-        for pid in self.workers:
-            self.call(pid, "commit", keys_at)
-
-    def writers(self):
-        return [pid for pid in self.workers if self.call(pid, "ask", [])[2]]
-
-    def kill(self, pid):
-        process, pipe = self.workers.pop(pid)
-        os.kill(pid, signal.SIGKILL)
-        process.join(10)
-        pipe.close()
-
-    def wait_all_true(self, since, timeout):
-        """Waits until every worker's answers are as of a time after `since` (time.monotonic()),
-        then asserts every committed key answers True there; the seconds it took."""
-        deadline = time.monotonic() + timeout
-        keys = list(self.committed)
-        for pid in self.workers:
-            while True:
-                as_of, answers, _, stats = self.call(pid, "ask", keys)
-                if as_of is not None and as_of > since:
-                    missing = [k for k, a in zip(keys, answers) if not a]
-                    assert not missing, (pid, missing[:5], stats)
-                    break
-                assert time.monotonic() < deadline, ("worker %d still as of %.2f s before the "
-                                                     "commits" % (pid, since - as_of), stats)
-                time.sleep(INTERVAL)
-        return time.monotonic() - since
-
-    def stop(self):
-        results = {}
-        for pid in list(self.workers):
-            results[pid] = self.call(pid, "stop")
-            process, _ = self.workers.pop(pid)
-            process.join(10)
-        return results
-
-
 def insert(dsn, table, keys):
     """Commits the keys; {key: time.monotonic() once COMMIT had returned}."""
     with psycopg.connect(dsn, autocommit=True) as c:
@@ -130,7 +63,8 @@ def test_processes_share_one_copy_through_rebuild_growth_kill_and_restart(cluste
     with psycopg.connect(dsn, autocommit=True) as conn:
         table, index = make_index(conn, grows=True, rows=2000)
         layers = lambda: conn.execute("SELECT count(*) FROM bloom_index_layers(%s)", [index]).fetchone()[0]
-        workers = Workers(dsn, index, str(tmp_path / "share"))
+        workers = Workers("single", {"dsn": dsn, "index": index, "path": str(tmp_path / "share")},
+                          INTERVAL, MAX_LAG)
         initial = {"user%d@mail.com" % i: time.monotonic() for i in range(1, 2001)}
         workers.committed.update(initial)
         workers.start(3)
