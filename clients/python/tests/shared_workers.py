@@ -168,10 +168,7 @@ def run(pipe, mode, options, interval, max_lag):
 def manual(pipe, dsn, index, path, interval, max_lag):
     """A follower without its thread until told to start it, obeying commands from a pipe: so
     that a test orders the followers' steps across processes."""
-    import signal
-    from bloomfilter import shared
-
-    follower = SharedIndexFollower(dsn, index, path=path, interval=interval, max_lag=max_lag,
+    follower = shared.SharedIndexFollower(dsn, index, path=path, interval=interval, max_lag=max_lag,
                                    background=False)
     pipe.send(("ready", os.getpid(), follower.writer))
     while True:

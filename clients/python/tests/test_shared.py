@@ -19,6 +19,7 @@ from bloomfilter.shared import SharedIndexFollower
 from gunicorn_workers import ask_every_worker, gunicorn
 
 from clusters import Cluster
+import shared_workers
 from shared_workers import Workers
 
 pytestmark = pytest.mark.server
