@@ -25,12 +25,18 @@ torn layout, and remaps when it sees its generation retired.
 
 max_lag bounds every reader's "absent" as IndexFollower's does: past it (the writer is dead and
 no one took over, or the server is down) contains() answers True. The monotonic clock the times
-are kept in is the host's (CLOCK_MONOTONIC), the same in every process.
+are kept in is the host's (CLOCK_MONOTONIC), the same in every process. The time is published
+under a sequence lock whose memory fences (the compiled module's, bloomfilter._native.fence) keep
+a refresh's bits visible before its time on any CPU; without the compiled module, x86 needs none,
+and on any other CPU the follower is refused (RuntimeError).
 
-The directory (by default /dev/shm/bloomfilter-<uid>-<digest of the index's identity>) and its
-files are the user's, mode 0700 and 0600; a directory or file of another user, open to others or
-a symbolic link is refused (PermissionError). The last follower to close (or whose process
-exits) removes the directory; a process killed leaves it to the next one that closes.
+The directory (by default bloomfilter-<digest of the index's identity> in $XDG_RUNTIME_DIR when
+that is a directory of the user's, mode 0700, else <digest> in the user's /dev/shm/bloomfilter-<uid>,
+made 0700 and kept) and its files are the user's, mode 0700 and 0600; a directory or file of
+another user, open to others or a symbolic link is refused (PermissionError; for the default
+directory's parent, which another user could make first, the error says to give path=). The last
+follower to close (or whose process exits) removes the directory; a process killed leaves it to
+the next one that closes.
 
 Forking servers: a follower made before a fork (gunicorn --preload) is a reader in the children,
 which share the parent's mapping; made after, each process maps the files. The child never
@@ -44,6 +50,7 @@ import hashlib
 import json
 import mmap
 import os
+import platform
 import stat
 import struct
 import tempfile
@@ -62,13 +69,42 @@ _log = follow._log
 # A generation file: a header page, the description of the index (JSON) and, from filter_offset
 # (a multiple of the page size), the filter in the portable byte format.
 _GENERATION_MAGIC = b"BFSHARE1"
-# magic, seq (odd while the writer changes the fields after it), refreshed_at (time.monotonic()
+# magic, seq (odd while the writer changes the fields after it; in the host's byte order, read and
+# written as one word: _load_seq), refreshed_at (time.monotonic()
 # at the start of the last successful refresh), refreshed_wall (time.time() then), retired (1 once
 # another generation is current), writer pid, filter_offset, filter_length, meta_length.
 _HEADER = struct.Struct("<8sQddQQQQQ")
-_SEQ = struct.Struct("<Q")
 _STATE = struct.Struct("<ddQQ")  # refreshed_at .. writer pid, at offset 16
 _PAGE = mmap.ALLOCATIONGRANULARITY
+
+
+# The sequence lock's memory fence. The compiled module's is a real fence (C++'s
+# atomic_thread_fence, seq_cst) on any CPU; without it, x86's memory ordering (TSO: stores are seen
+# in the order they were made, loads are made in program order) needs none, each access being a
+# call of its own that the compiler does not reorder; on another CPU (ARM64, POWER, RISC-V) Python
+# has no fence, and a follower is refused.
+try:
+    from ._native import fence as _native_fence
+except ImportError:  # not built (or built before it had one)
+    _native_fence = None
+
+_TOTAL_STORE_ORDER = ("x86_64", "amd64", "i386", "i486", "i586", "i686", "x86")
+
+
+def _no_fence():
+    pass
+
+
+def _choose_fence(native_fence, machine):
+    """The fence to use: the compiled one, else a no-op on x86, else None (none to be had)."""
+    if native_fence is not None:
+        return native_fence
+    if machine.lower() in _TOTAL_STORE_ORDER:
+        return _no_fence
+    return None
+
+
+_fence = _choose_fence(_native_fence, platform.machine())
 
 
 def _boot_id():
@@ -99,26 +135,71 @@ def _mapped_filter(buffer):
     return _MappedFilter(buffer)
 
 
-def _refuse(what, why):
-    raise PermissionError("bloomfilter shared follower: refusing %s: %s" % (what, why))
+def _refuse(what, why, hint=""):
+    raise PermissionError("bloomfilter shared follower: refusing %s: %s%s" % (what, why, hint))
 
 
-def _check_owned(st, what):
+def _check_owned(st, what, hint=""):
     if st.st_uid != os.geteuid():
         _refuse(what, "it belongs to uid %d, not to this process's user (uid %d)"
-                % (st.st_uid, os.geteuid()))
+                % (st.st_uid, os.geteuid()), hint)
     if st.st_mode & 0o077:
         _refuse(what, "other users may access it (mode %o; 0700 for the directory and 0600 for "
-                      "its files expected)" % stat.S_IMODE(st.st_mode))
+                      "its files expected)" % stat.S_IMODE(st.st_mode), hint)
+
+
+# Where the user's directory of shared copies is made when $XDG_RUNTIME_DIR is not the user's.
+_SHARED_MEMORY = "/dev/shm"
 
 
 def default_path(identity):
-    """The directory of an index's shared copy: under /dev/shm (else the temporary directory),
-    named from the user and a digest of the identity."""
-    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) \
-        else tempfile.gettempdir()
+    """The directory of an index's shared copy, named from a digest of the index's identity: in
+    $XDG_RUNTIME_DIR when it is set to a directory of the user's, mode 0700 (/run/user/<uid>, a
+    tmpfs no other user reaches); else in the user's directory bloomfilter-<uid> under /dev/shm
+    (else under the temporary directory), made here (mode 0700) and refused (PermissionError)
+    when it is another user's (who may have made it first), open to others or not a directory."""
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:32]
-    return os.path.join(base, "bloomfilter-%d-%s" % (os.geteuid(), digest))
+    runtime = _runtime_directory()
+    if runtime is not None:
+        return os.path.join(runtime, "bloomfilter-%s" % digest)
+    return os.path.join(_user_directory(), digest)
+
+
+def _runtime_directory():
+    """$XDG_RUNTIME_DIR if it is an absolute path to a directory (not a symbolic link) of this
+    process's user that no one else may access, else None."""
+    path = os.environ.get("XDG_RUNTIME_DIR")
+    if not path or not os.path.isabs(path):
+        return None
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        return None
+    return path
+
+
+def _user_directory():
+    """bloomfilter-<uid> under /dev/shm (else the temporary directory), made if need be, and
+    checked: this user's, a directory, mode 0700. Another local user could make it first (the
+    name is known): that blocks the default directory, and is refused."""
+    base = _SHARED_MEMORY
+    if not (os.path.isdir(base) and os.access(base, os.W_OK)):
+        base = tempfile.gettempdir()
+    path = os.path.join(base, "bloomfilter-%d" % os.geteuid())
+    hint = ("; another user may have made it to block this one's default directory: give the "
+            "follower one with path= (or set XDG_RUNTIME_DIR to a directory of the user's, mode "
+            "0700)")
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        _refuse(path, "it is not a directory (a symbolic link?)", hint)
+    _check_owned(st, path, hint)
+    return path
 
 
 class _Generation:
@@ -139,12 +220,33 @@ class _Generation:
         _write_state(self.header, refreshed_at, refreshed_wall, retired)
 
 
+def _load_seq(header):
+    """The header's seq, read in one aligned 8-byte load (struct's reads a byte at a time)."""
+    with memoryview(header) as view, view[8:16] as word, word.cast("Q") as seq:
+        return seq[0]
+
+
+def _store_seq(header, value):
+    """Writes the header's seq in one aligned 8-byte store."""
+    with memoryview(header) as view, view[8:16] as word, word.cast("Q") as seq:
+        seq[0] = value
+
+
+# The sequence lock: the writer makes seq odd, writes the fields, makes it even again; a reader
+# takes the fields read between two equal even loads of seq. The fences make it hold on CPUs that
+# reorder memory accesses (ARM64): the writer's first orders the filter's bytes it wrote in place
+# (and the fields' old values) before seq turns odd, so a reader that sees a refresh's time sees
+# that refresh's bits; a reader's order its loads of seq and of the fields (and its later loads
+# of the filter's bytes after the first load of seq).
+
 def _read_state(header):
     for _ in range(10000):
-        before, = _SEQ.unpack_from(header, 8)
+        before = _load_seq(header)
+        _fence()
         if before & 1 == 0:
             fields = _STATE.unpack_from(header, 16)
-            after, = _SEQ.unpack_from(header, 8)
+            _fence()
+            after = _load_seq(header)
             if before == after:
                 return fields
         time.sleep(0)
@@ -153,11 +255,14 @@ def _read_state(header):
 
 
 def _write_state(header, refreshed_at, refreshed_wall, retired):
-    seq, = _SEQ.unpack_from(header, 8)
+    seq = _load_seq(header)
     seq += 1 if seq & 1 == 0 else 2  # odd while the fields change (even if a writer died so)
-    _SEQ.pack_into(header, 8, seq)
+    _fence()  # the filter's bytes written in place before
+    _store_seq(header, seq)
+    _fence()
     _STATE.pack_into(header, 16, refreshed_at, refreshed_wall, retired, os.getpid())
-    _SEQ.pack_into(header, 8, seq + 1)
+    _fence()
+    _store_seq(header, seq + 1)
 
 
 class _Store:
@@ -166,6 +271,12 @@ class _Store:
     generation's number, replaced by a rename), `gen-N` and, while one is written, `tmp-...`."""
 
     def __init__(self, path, identity):
+        if _fence is None:
+            raise RuntimeError(
+                "bloomfilter shared follower: this CPU (%s) may reorder memory accesses, and the "
+                "shared copy's sequence lock needs a memory fence, which Python has not: build the "
+                "compiled module bloomfilter._native (a C++ compiler and python3-dev; "
+                "bloomfilter.accelerator()), or use an IndexFollower" % platform.machine())
         self.path = path
         self.identity = identity
         self.boot_id = _boot_id()

@@ -284,17 +284,182 @@ def test_refuses_what_another_user_could_reach(conn, dsn, tmp_path):
             assert stat.S_IMODE(st.st_mode) == 0o600 and st.st_uid == os.geteuid(), name
 
 
-def test_default_path_is_per_index_and_user(conn, dsn):
+def test_default_path_is_per_index_and_user(conn, dsn, monkeypatch):
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
     table, index = make_index(conn, rows=10)
     table2, index2 = make_index(conn, rows=10)
+    mine = "/dev/shm/bloomfilter-%d" % os.geteuid()
     with SharedIndexFollower(dsn, index, background=False) as a, \
             SharedIndexFollower(dsn, index2, background=False) as b, \
             SharedIndexFollower(dsn, "public." + index, background=False) as c:
-        assert a.path.startswith("/dev/shm/bloomfilter-%d-" % os.geteuid())
+        assert os.path.dirname(a.path) == mine
         assert a.path != b.path and a.path == c.path
         assert a.writer and b.writer and not c.writer
         assert c.index_name == "public." + index
     assert not os.path.exists(a.path) and not os.path.exists(b.path)
+    # The user's directory stays, so that no other user can make it meanwhile.
+    st = os.lstat(mine)
+    assert stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) == 0o700
+
+
+def _follow_in_a_process(dsn, index, env):
+    """A process of its own following the index with the default path: its path and whether it
+    is the writer."""
+    import subprocess
+    import sys
+    program = ("import sys; sys.path.insert(0, %r)\n"
+               "from bloomfilter.shared import SharedIndexFollower\n"
+               "f = SharedIndexFollower(%r, %r, background=False)\n"
+               "assert f.contains('user1@mail.com')\n"
+               "print(f.path, int(f.writer))\n"
+               % (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), dsn, index))
+    out = subprocess.run([sys.executable, "-c", program], check=True, timeout=60, env=env,
+                         capture_output=True, text=True).stdout.split()
+    return out[0], out[1] == "1"
+
+
+def test_default_directory_no_other_user_can_make_or_block(conn, dsn, tmp_path, monkeypatch):
+    """The default directory is in $XDG_RUNTIME_DIR when that is the user's (0700), and every
+    process of the user with it finds the same copy; else in bloomfilter-<uid> under /dev/shm,
+    refused (naming path=) when another user made it, a symbolic link or open to others."""
+    import bloomfilter.shared as shared
+    _, index = make_index(conn, rows=10)
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    with SharedIndexFollower(dsn, index, background=False) as follower:
+        assert os.path.dirname(follower.path) == str(runtime) and follower.writer
+        assert os.path.basename(follower.path).startswith("bloomfilter-")
+        # Another process of the user, with the same XDG_RUNTIME_DIR, reads this copy.
+        path, writer = _follow_in_a_process(dsn, index, dict(os.environ))
+        assert path == follower.path and not writer
+    assert not os.path.exists(follower.path) and os.path.isdir(runtime)
+    # An XDG_RUNTIME_DIR others may access (or not a directory) is not used.
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    shm.chmod(0o1777)
+    monkeypatch.setattr(shared, "_SHARED_MEMORY", str(shm))
+    mine = shm / ("bloomfilter-%d" % os.geteuid())
+    for wrong in ("open", "file", "relative"):
+        if wrong == "open":
+            (tmp_path / "open").mkdir(mode=0o755)
+            os.chmod(tmp_path / "open", 0o755)
+            monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "open"))
+        elif wrong == "file":
+            (tmp_path / "file").touch(mode=0o600)
+            monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "file"))
+        else:
+            monkeypatch.setenv("XDG_RUNTIME_DIR", "run")
+        with SharedIndexFollower(dsn, index, background=False) as follower:
+            assert os.path.dirname(follower.path) == str(mine), wrong
+            assert follower.contains("user1@mail.com")
+    monkeypatch.delenv("XDG_RUNTIME_DIR")
+    # bloomfilter-<uid> made first by someone else: a symbolic link, open to others, another
+    # user's (as root: chown).
+    mine.rmdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    mine.symlink_to(elsewhere)
+    with pytest.raises(PermissionError, match="not a directory.*path="):
+        SharedIndexFollower(dsn, index, background=False)
+    mine.unlink()
+    mine.mkdir()
+    mine.chmod(0o777)
+    with pytest.raises(PermissionError, match="other users may access it.*path="):
+        SharedIndexFollower(dsn, index, background=False)
+    if os.geteuid() == 0:
+        mine.chmod(0o700)
+        os.chown(mine, 65534, 65534)
+        with pytest.raises(PermissionError, match="belongs to uid 65534.*path="):
+            SharedIndexFollower(dsn, index, background=False)
+    assert os.listdir(elsewhere) == [] and os.listdir(mine) == []
+    # path= still works when the default is blocked.
+    with SharedIndexFollower(dsn, index, path=str(tmp_path / "given"), background=False) as f:
+        assert f.writer and f.contains("user1@mail.com")
+
+
+def test_the_sequence_lock_fences_its_writes_and_reads(conn, dsn, tmp_path, monkeypatch):
+    """The writer's refresh writes the filter's pages in place, then a fence, seq odd, a fence,
+    the fields, a fence, seq even; a reader loads seq, a fence, the fields, a fence, seq again:
+    the order a CPU that reorders memory accesses (ARM64) keeps only with the fences. (Run here
+    on x86-64, where they are needed by no one: this checks they are where they must be.)"""
+    import bloomfilter
+    import bloomfilter.shared as shared
+    import bloomfilter._native as native
+    assert bloomfilter.accelerator() == "native" and shared._fence is native.fence
+    table, index = make_index(conn, rows=10)
+    path = str(tmp_path / "share")
+    writer = SharedIndexFollower(dsn, index, path=path, background=False)
+    reader = SharedIndexFollower(dsn, index, path=path, background=False)
+    try:
+        header = writer._generation.header
+        trace = []
+        real = {"_load_seq": shared._load_seq, "_store_seq": shared._store_seq}
+
+        class State:
+            size = shared._STATE.size
+
+            def unpack_from(self, buffer, offset):
+                trace.append(("unpack", None))
+                return shared._STATE_REAL.unpack_from(buffer, offset)
+
+            def pack_into(self, buffer, offset, *fields):
+                trace.append(("pack", None))
+                return shared._STATE_REAL.pack_into(buffer, offset, *fields)
+
+        def traced(name):
+            def call(*args):
+                trace.append((name, args[1] if name == "_store_seq" else None))
+                return real[name](*args)
+            return call
+
+        def fence():
+            # What the mapping holds at each fence: the new key's bits, seq, refreshed_at.
+            trace.append(("fence", (writer.filter.contains("fenced@mail.com"), real["_load_seq"](header),
+                                    shared._STATE_REAL.unpack_from(header, 16)[0])))
+            native.fence()
+
+        monkeypatch.setattr(shared, "_STATE_REAL", shared._STATE, raising=False)
+        monkeypatch.setattr(shared, "_STATE", State())
+        monkeypatch.setattr(shared, "_fence", fence)
+        for name in real:
+            monkeypatch.setattr(shared, name, traced(name))
+        seq, at = real["_load_seq"](header), shared._STATE_REAL.unpack_from(header, 16)[0]
+        assert seq % 2 == 0 and not writer.filter.contains("fenced@mail.com")
+        conn.execute("INSERT INTO %s VALUES ('fenced@mail.com')" % table)
+        writer.refresh()
+        steps = [name for name, _ in trace]
+        assert steps == ["_load_seq", "fence", "_store_seq", "fence", "pack", "fence", "_store_seq"], trace
+        first, second, third = (value for name, value in trace if name == "fence")
+        # The pages were written before the first fence, seq still even and the time old.
+        assert first == (True, seq, at), trace
+        assert second[1:] == (seq + 1, at) and third[1] == seq + 1 and third[2] > at, trace
+        assert trace[-1] == ("_store_seq", seq + 2)
+        del trace[:]
+        reader.refresh()
+        assert [name for name, _ in trace] == ["_load_seq", "fence", "unpack", "fence", "_load_seq"], trace
+        assert reader.contains("fenced@mail.com") and reader._refreshed_at == third[2]
+    finally:
+        monkeypatch.undo()
+        writer.close()
+        reader.close()
+
+
+def test_without_a_fence_a_follower_is_refused(conn, dsn, tmp_path, monkeypatch):
+    """Without the compiled module, x86 needs no fence (its memory ordering), any other CPU has
+    none in Python: there the shared follower is refused, naming why."""
+    import bloomfilter.shared as shared
+    import bloomfilter._native as native
+    assert shared._choose_fence(native.fence, "aarch64") is native.fence
+    assert shared._choose_fence(None, "x86_64") is shared._no_fence
+    assert shared._choose_fence(None, "AMD64") is shared._no_fence
+    for machine in ("aarch64", "arm64", "ppc64le", "riscv64", "s390x"):
+        assert shared._choose_fence(None, machine) is None
+    _, index = make_index(conn, rows=10)
+    monkeypatch.setattr(shared, "_fence", None)
+    with pytest.raises(RuntimeError, match="memory fence.*bloomfilter._native"):
+        SharedIndexFollower(dsn, index, path=str(tmp_path / "share"), background=False)
+    assert not os.path.exists(tmp_path / "share")
 
 
 def test_a_path_shared_by_two_indexes_is_refused(conn, dsn, tmp_path):
@@ -468,8 +633,7 @@ def test_what_a_writer_killed_mid_write_leaves(conn, dsn, tmp_path):
         os.close(fd)
         # The writer dies in the middle of publishing its refresh.
         header = first._generation.header
-        seq, = shared._SEQ.unpack_from(header, 8)
-        shared._SEQ.pack_into(header, 8, seq + 1)
+        shared._store_seq(header, shared._load_seq(header) + 1)
         first._store.drop_lock()
         first.writer = False
         assert reader._generation.read()[2] == 1  # retired: look for a newer generation
