@@ -68,13 +68,15 @@ _log = follow._log
 
 # A generation file: a header page, the description of the index (JSON) and, from filter_offset
 # (a multiple of the page size), the filter in the portable byte format.
-_GENERATION_MAGIC = b"BFSHARE1"
+_GENERATION_MAGIC = b"BFSHARE2"
 # magic, seq (odd while the writer changes the fields after it; in the host's byte order, read and
 # written as one word: _load_seq), refreshed_at (time.monotonic()
 # at the start of the last successful refresh), refreshed_wall (time.time() then), retired (1 once
-# another generation is current), writer pid, filter_offset, filter_length, meta_length.
-_HEADER = struct.Struct("<8sQddQQQQQ")
+# another generation is current), writer pid, filter_offset, filter_length, meta_length, and
+# where a new writer may go on from (0, 0 for nowhere: _Position).
+_HEADER = struct.Struct("<8sQddQQQQQQq")
 _STATE = struct.Struct("<ddQQ")  # refreshed_at .. writer pid, at offset 16
+_POSITION = struct.Struct("<Qq")  # LSN, the server's start (µs), at offset 72
 _PAGE = mmap.ALLOCATIONGRANULARITY
 
 
@@ -216,8 +218,8 @@ class _Generation:
         """(refreshed_at, refreshed_wall, retired, writer pid), as one consistent set."""
         return _read_state(self.header)
 
-    def write(self, refreshed_at, refreshed_wall, retired=0):
-        _write_state(self.header, refreshed_at, refreshed_wall, retired)
+    def write(self, refreshed_at, refreshed_wall, retired=0, position=None):
+        _write_state(self.header, refreshed_at, refreshed_wall, retired, position)
 
 
 def _load_seq(header):
@@ -239,28 +241,34 @@ def _store_seq(header, value):
 # that refresh's bits; a reader's order its loads of seq and of the fields (and its later loads
 # of the filter's bytes after the first load of seq).
 
-def _read_state(header):
-    for _ in range(10000):
+def _read_state(header, position=False, tries=10000):
+    """(refreshed_at, refreshed_wall, retired, writer pid), and with position the LSN and
+    server's start a new writer may go on from, read as one consistent set."""
+    for _ in range(tries):
         before = _load_seq(header)
         _fence()
         if before & 1 == 0:
             fields = _STATE.unpack_from(header, 16)
+            if position:
+                fields += _POSITION.unpack_from(header, 72)
             _fence()
             after = _load_seq(header)
             if before == after:
                 return fields
         time.sleep(0)
     # A writer died while it wrote them: as of no time, and retired (look for a newer one).
-    return float("-inf"), 0.0, 1, 0
+    return (float("-inf"), 0.0, 1, 0) + ((0, 0) if position else ())
 
 
-def _write_state(header, refreshed_at, refreshed_wall, retired):
+def _write_state(header, refreshed_at, refreshed_wall, retired, position=None):
     seq = _load_seq(header)
     seq += 1 if seq & 1 == 0 else 2  # odd while the fields change (even if a writer died so)
     _fence()  # the filter's bytes written in place before
     _store_seq(header, seq)
     _fence()
     _STATE.pack_into(header, 16, refreshed_at, refreshed_wall, retired, os.getpid())
+    if position is not None:
+        _POSITION.pack_into(header, 72, *position)
     _fence()
     _store_seq(header, seq + 1)
 
@@ -407,7 +415,7 @@ class _Store:
         head = os.pread(fd, _HEADER.size, 0)
         if len(head) < _HEADER.size:
             raise ValueError("%s/gen-%d: truncated" % (self.path, number))
-        magic, _, _, _, _, _, offset, length, meta_length = _HEADER.unpack(head)
+        magic, _, _, _, _, _, offset, length, meta_length, _, _ = _HEADER.unpack(head)
         if magic != _GENERATION_MAGIC or offset % _PAGE or os.fstat(fd).st_size != offset + length:
             raise ValueError("%s/gen-%d: not a shared filter's generation" % (self.path, number))
         meta = json.loads(os.pread(fd, meta_length, _HEADER.size))
@@ -445,7 +453,7 @@ class _Store:
             if length is None or written != length:
                 raise ValueError("the filter's chunks do not make one value")
             header = _HEADER.pack(_GENERATION_MAGIC, 0, refreshed_at, refreshed_wall, 0, os.getpid(),
-                                  offset, length, len(meta_bytes))
+                                  offset, length, len(meta_bytes), 0, 0)
             _write_all(fd, header + meta_bytes, 0)
             generation = self._map(fd, number, writable=True)
             f = build(generation.data)
@@ -605,6 +613,9 @@ class SharedIndexFollower(_Index, _Connected):
         self.writer = False
         self._generation = None
         self._store = None
+        self._adopting = False
+        self._durable = None
+        self.adoptions = 0
         self._role_lock = threading.Lock()
         try:
             if self._conn is None:
@@ -662,7 +673,8 @@ class SharedIndexFollower(_Index, _Connected):
     # -- roles -----------------------------------------------------------------------------
 
     def _take_over(self):
-        """Takes the writer's lock if it is free; a new writer reads the filter whole."""
+        """Takes the writer's lock if it is free; a new writer adopts the generation it maps
+        when it can (_adopt), else reads the filter whole."""
         with self._role_lock:
             if self.writer:
                 return True
@@ -672,8 +684,69 @@ class SharedIndexFollower(_Index, _Connected):
             self._lsn = None
             if self._generation is not None:
                 self._reload_reason = "takeover"
+                self._adopting = True
             self._store.remove_leftovers(keep=self._store.current_number())
             return True
+
+    def _refresh_index(self):
+        if self._adopting:
+            self._adopting = False
+            self._adopt()
+        _Index._refresh_index(self)
+        self._note_position()
+
+    def _adopt(self):
+        """A new writer goes on from the current generation, the one it maps, where the last
+        writer published it may (its position): it maps it for writing and asks the changes since
+        that LSN, so the next refresh moves the pages changed since, not the whole filter. Only
+        when that LSN means the same here: the position is the server's now (the same postmaster:
+        its start time; another server, a standby promoted or a restore, reads the filter whole),
+        and it is no later than the WAL the server had flushed when the last writer looked (a
+        crash loses unflushed WAL, and the server writes new records at those positions again).
+        The first changes check the copy's header and OID as every refresh does (another index,
+        new parameters, a new layer: read whole). Leaves _lsn None (read whole) otherwise."""
+        generation = self._generation
+        if generation is None or self._store.current_number() != generation.number:
+            return
+        # No one else writes it now: read once (seq odd is a writer killed while it wrote).
+        _, _, retired, _, lsn, server = _read_state(generation.header, position=True, tries=1)
+        if retired or not lsn or not server:
+            return
+        (server_now, flushed), = self._query(_POSITION_QUERY, [])
+        self._durable = (self.backend_pid, int(server_now), _lsn_int(flushed), time.monotonic())
+        if int(server_now) != server:
+            return
+        writable = self._store.open_generation(generation.number, writable=True)
+        if writable is None or _read_state(writable.header, True, 1)[4:] != (lsn, server):
+            return
+        oid, key_type, transform = _key_rules_of(self.index_name, writable.meta["describe"])
+        f = _mapped_filter(writable.data)
+        self._generation = writable
+        self._state = (f, key_type, transform)
+        self._oid, self._lsn = oid, _lsn_text(lsn)
+        self._reload_reason = None
+        self.adoptions += 1
+        _log.info("shared follower of %s: took over generation %d, from LSN %s",
+                  self.index_name, writable.number, self._lsn)
+
+    def _note_position(self):
+        """Reads the server's start and flushed WAL position (at most once a second, and once
+        on each connection), for _position."""
+        now = time.monotonic()
+        durable = self._durable
+        if durable is not None and durable[0] == self.backend_pid and now - durable[3] < 1.0:
+            return
+        (server, flushed), = self._query(_POSITION_QUERY, [])
+        self._durable = (self.backend_pid, int(server), _lsn_int(flushed), now)
+
+    def _position(self):
+        """(LSN, server's start) a new writer may go on from: the copy holds every change up to
+        the last refresh's LSN, and WAL up to the flushed position read on this connection is
+        never written again; (0, 0) when there is none."""
+        durable = self._durable
+        if self._lsn is None or durable is None or durable[0] != self.backend_pid or not durable[2]:
+            return 0, 0
+        return min(_lsn_int(self._lsn), durable[2]), durable[1]
 
     def refresh(self):
         """The writer: brings the shared copy up to date (one query). A reader: takes the
@@ -787,13 +860,14 @@ class SharedIndexFollower(_Index, _Connected):
         _Index._refreshed(self, started, wall)
         generation = self._generation
         if self.writer and generation is not None and generation.writable:
-            generation.write(started, wall)
+            generation.write(started, wall, position=self._position())
 
     def stats(self):
-        """IndexFollower's stats(), and writer (this process is the writer), generation and
-        path."""
+        """IndexFollower's stats(), and writer (this process is the writer), generation, path
+        and adoptions (takeovers that went on from the current generation, not reading it
+        whole)."""
         stats = _Index.stats(self)
-        stats.update(writer=self.writer, path=self.path,
+        stats.update(writer=self.writer, path=self.path, adoptions=self.adoptions,
                      generation=None if self._generation is None else self._generation.number)
         return stats
 
@@ -804,6 +878,8 @@ class SharedIndexFollower(_Index, _Connected):
         # its copy, which leaves the parent's lock held) and is a reader of the parent's mapping.
         self._role_lock = threading.Lock()
         self.writer = False
+        self._adopting = False
+        self._durable = None
         if self._store is not None:
             self._store.drop_lock()
         _Connected._after_fork(self)
@@ -818,6 +894,26 @@ class SharedIndexFollower(_Index, _Connected):
             if self._store is not None:
                 self._store.close()
                 self._store = None
+
+
+# The server's start (µs since 1970: the same only for the same postmaster) and the WAL written to
+# disk (a standby's: replayed), never written again there.
+_POSITION_QUERY = (
+    "SELECT (EXTRACT(EPOCH FROM pg_catalog.pg_postmaster_start_time()) * 1000000)::bigint, "
+    "CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.pg_last_wal_replay_lsn() "
+    "ELSE pg_catalog.pg_current_wal_flush_lsn() END::text, pg_catalog.pg_backend_pid()")
+
+
+def _lsn_int(text):
+    """An LSN's text (X/Y) as a number; 0 for None."""
+    if not text:
+        return 0
+    high, low = _text(text).split("/")
+    return int(high, 16) << 32 | int(low, 16)
+
+
+def _lsn_text(number):
+    return "%X/%X" % (number >> 32, number & 0xFFFFFFFF)
 
 
 class _Describing:
