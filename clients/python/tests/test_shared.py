@@ -284,6 +284,129 @@ def test_a_new_writer_goes_on_only_from_a_position_that_holds(cluster, tmp_path)
         third.close()
 
 
+def test_a_new_writer_goes_on_from_no_later_than_the_flushed_wal(tmp_path):
+    """A server process crashes: the server restarts (the same postmaster), and the WAL it had
+    not written (asynchronous commits) is lost: it writes new records at those positions again.
+    The last writer's LSN was past them; the position it published is no later than the flushed
+    WAL, so a new writer that goes on from it gets the pages changed after the crash."""
+    crash = Cluster("crash")
+    try:
+        with open(os.path.join(crash.data, "postgresql.conf"), "a") as conf:
+            # Small WAL records (no full pages) and no one writing the WAL of the asynchronous
+            # commits before the crash.
+            conf.write("full_page_writes = off\nwal_writer_delay = 10000ms\n"
+                       "bgwriter_lru_maxpages = 0\nautovacuum = off\n")
+        crash.stop()
+        crash.start()
+        dsn = crash.dsn()
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            admin.execute("CREATE EXTENSION bloomfilter")
+            table, index = make_index(admin, rows=100)
+        path = str(tmp_path / "share")
+        first = SharedIndexFollower(dsn, index, path=path, background=False)
+        second = SharedIndexFollower(dsn, index, path=path, background=False)
+        try:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute("SELECT pg_switch_wal()")
+                conn.execute("SET synchronous_commit = off")
+                for i in range(30):
+                    conn.execute("INSERT INTO %s VALUES ('lost%d@mail.com')" % (table, i))
+                first.refresh()
+                lsn, server = _position(first)
+                last = shared_module()._lsn_int(first._lsn)
+                flushed, = conn.execute("SELECT pg_current_wal_flush_lsn()::text").fetchone()
+                assert shared_module()._lsn_int(flushed) < last  # WAL not yet written
+                # A server process dies: the server restarts, losing the WAL not yet written.
+                pid, = conn.execute("SELECT pg_backend_pid()").fetchone()
+                os.kill(pid, signal.SIGKILL)
+            first._store.drop_lock()
+            first.writer = False
+            # Until the server is back from the crash (its WAL position moved back).
+            deadline = time.monotonic() + 60
+            while True:
+                assert time.monotonic() < deadline
+                try:
+                    conn = psycopg.connect(dsn, autocommit=True)
+                    again, started = conn.execute(
+                        "SELECT pg_current_wal_insert_lsn()::text, (EXTRACT(EPOCH FROM "
+                        "pg_postmaster_start_time()) * 1000000)::bigint").fetchone()
+                except psycopg.OperationalError:
+                    time.sleep(0.1)
+                    continue
+                if shared_module()._lsn_int(again) < last:  # positions to be written again
+                    break
+                conn.close()
+                time.sleep(0.1)
+            with conn:
+                assert started == server  # the same postmaster
+                keys = ["crashed%d@mail.com" % i for i in range(20)]
+                conn.execute("INSERT INTO %s SELECT unnest(%%s::text[])" % table, [keys])
+                at = time.monotonic()
+            second.refresh()
+            assert second.writer and second.stats()["adoptions"] == 1
+            assert second._refreshed_at > at
+            missing = [key for key in keys if not second.contains(key)]
+            assert not missing, (missing, lsn, last, again)
+        finally:
+            first.close()
+            second.close()
+    finally:
+        crash.remove()
+
+
+def test_a_new_writer_reads_whole_what_another_server_serves(tmp_path):
+    """A failover: the server at the index's address is now another one, a copy of the first
+    made earlier (a standby, promoted) whose WAL went another way after it: the same positions
+    hold other changes there. A new writer finds another postmaster and reads the filter whole,
+    never going on from the last writer's LSN."""
+    import shutil
+    import tempfile
+    primary = Cluster("primary")
+    clone = None
+    try:
+        dsn = primary.dsn()
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            admin.execute("CREATE EXTENSION bloomfilter")
+            table, index = make_index(admin, rows=100)
+        clone = Cluster.__new__(Cluster)
+        clone.bindir, clone.user, clone.port = primary.bindir, primary.user, primary.port
+        clone.dir = tempfile.mkdtemp(prefix="python-clone-", dir=os.environ.get("CLUSTER_ROOT") or None)
+        os.chmod(clone.dir, 0o755)
+        if clone.user:
+            shutil.chown(clone.dir, clone.user)
+        clone.data = os.path.join(clone.dir, "data")
+        primary._run("pg_basebackup", "-D", clone.data, "-h", primary.dir, "-p", str(primary.port),
+                     "-U", "postgres", "-X", "stream", "-c", "fast")
+        path = str(tmp_path / "share")
+        first = SharedIndexFollower(dsn, index, path=path, background=False)
+        second = SharedIndexFollower(dsn, index, path=path, background=False)
+        try:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute("INSERT INTO %s SELECT 'primary' || i || '@mail.com' "
+                             "FROM generate_series(1, 300) i" % table)
+            first.refresh()
+            first._store.drop_lock()
+            first.writer = False
+            primary.stop()
+            clone.start()  # at the primary's address (its socket directory and port)
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                keys = ["failover%d@mail.com" % i for i in range(20)]
+                conn.execute("INSERT INTO %s SELECT unnest(%%s::text[])" % table, [keys])
+                at = time.monotonic()
+            second.refresh()
+            assert second.writer and second._refreshed_at > at
+            missing = [key for key in keys if not second.contains(key)]
+            assert not missing, missing
+            assert second.stats()["adoptions"] == 0 and second.stats()["generation"] == 2
+        finally:
+            first.close()
+            second.close()
+    finally:
+        if clone is not None:
+            clone.remove()
+        primary.remove()
+
+
 def test_forked_child_is_a_reader_of_the_same_mapping(conn, dsn, tmp_path):
     table, index = make_index(conn)
     follower = SharedIndexFollower(dsn, index, path=str(tmp_path / "share"), interval=INTERVAL)
