@@ -7,21 +7,25 @@
 
 Every process of one user following the same index (the same server, database, role and
 schema-qualified index) with a SharedIndexFollower answers from one copy of the filter, kept in
-files under /dev/shm (or `path`) that each process maps. One of them, the writer, holds the lock
-file (fcntl.flock) and follows the index as IndexFollower does: it writes the pages of bits it
+files under $XDG_RUNTIME_DIR or /dev/shm (or `path`) that each process maps. One of them, the
+writer, holds the lock file (fcntl.flock) and follows the index as IndexFollower does: it
+writes the pages of bits it
 fetches into the mapping in place, and after each successful refresh publishes when that
 refresh started. The others, readers, hold no connection: each answers from the mapping, as of
 the last refresh the writer published. When the writer dies, the kernel releases its lock and
-the next reader to try takes it over (every `interval` seconds), reading the filter whole.
+the next reader to try takes it over (every `interval` seconds). It goes on from the generation
+it maps, asking the pages changed since the LSN the last writer published with its time, when
+that LSN holds on the server it reaches (the same postmaster, and no later than the WAL flushed
+there: _adopt), else it reads the filter whole.
 
 Within a generation, a page is overwritten with the server's current page, which holds every
 key committed until then (a REINDEX that keeps the layout may drop deleted rows' bits): a reader
 that sees a page half-written, each byte old or new, still finds every key committed before the
 time its answers are as of. Anything that changes the layout (the first load, another index
-under the name, a new layer, a reconnection, a takeover) writes a new generation file whole,
-then names it in the control file (`current`, replaced by a rename), marks the old one retired
-and unlinks it; a reader maps a generation only once it is named, so it never answers from a
-torn layout, and remaps when it sees its generation retired.
+under the name, a new layer, a reconnection, a takeover that cannot go on) writes a new
+generation file whole, then names it in the control file (`current`, replaced by a rename),
+marks the old one retired and unlinks it; a reader maps a generation only once it is named, so
+it never answers from a torn layout, and remaps when it sees its generation retired.
 
 max_lag bounds every reader's "absent" as IndexFollower's does: past it (the writer is dead and
 no one took over, or the server is down) contains() answers True. The monotonic clock the times
@@ -31,12 +35,12 @@ a refresh's bits visible before its time on any CPU; without the compiled module
 and on any other CPU the follower is refused (RuntimeError).
 
 The directory (by default bloomfilter-<digest of the index's identity> in $XDG_RUNTIME_DIR when
-that is a directory of the user's, mode 0700, else <digest> in the user's /dev/shm/bloomfilter-<uid>,
-made 0700 and kept) and its files are the user's, mode 0700 and 0600; a directory or file of
-another user, open to others or a symbolic link is refused (PermissionError; for the default
-directory's parent, which another user could make first, the error says to give path=). The last
-follower to close (or whose process exits) removes the directory; a process killed leaves it to
-the next one that closes.
+that is a directory of the user's, mode 0700, else <digest> in /dev/shm/bloomfilter-<uid>, made
+0700 and kept) and its files are the user's, mode 0700 and 0600; a directory or file of another
+user, open to others or a symbolic link is refused (PermissionError; for the default directory's
+parent, which another user could make first, the error says to give path=). The last follower
+to close (or whose process exits) removes the directory; a process killed leaves it to the next
+one that closes.
 
 Forking servers: a follower made before a fork (gunicorn --preload) is a reader in the children,
 which share the parent's mapping; made after, each process maps the files. The child never
