@@ -8,10 +8,9 @@
 Every process of one user following the same index (the same server, database, role and
 schema-qualified index) with a SharedIndexFollower answers from one copy of the filter, kept in
 files under $XDG_RUNTIME_DIR or /dev/shm (or `path`) that each process maps. One of them, the
-writer, holds the lock file (fcntl.flock) and follows the index as IndexFollower does: it
-writes the pages of bits it
-fetches into the mapping in place, and after each successful refresh publishes when that
-refresh started. The others, readers, hold no connection: each answers from the mapping, as of
+writer, holds the lock file (fcntl.flock) and follows the index as IndexFollower does: it writes
+the pages of bits it fetches into the mapping in place, and after each successful refresh
+publishes when that refresh started. The others, readers, hold no connection: each answers from the mapping, as of
 the last refresh the writer published. When the writer dies, the kernel releases its lock and
 the next reader to try takes it over (every `interval` seconds). It goes on from the generation
 it maps, asking the pages changed since the LSN the last writer published with its time, when
@@ -74,10 +73,10 @@ _log = follow._log
 # (a multiple of the page size), the filter in the portable byte format.
 _GENERATION_MAGIC = b"BFSHARE2"
 # magic, seq (odd while the writer changes the fields after it; in the host's byte order, read and
-# written as one word: _load_seq), refreshed_at (time.monotonic()
-# at the start of the last successful refresh), refreshed_wall (time.time() then), retired (1 once
-# another generation is current), writer pid, filter_offset, filter_length, meta_length, and
-# where a new writer may go on from (0, 0 for nowhere: _Position).
+# written as one word: _load_seq), refreshed_at (time.monotonic() at the start of the last
+# successful refresh), refreshed_wall (time.time() then), retired (1 once another generation is
+# current), writer pid, filter_offset, filter_length, meta_length, and the LSN and server's start
+# a new writer may go on from (0, 0: none; SharedIndexFollower._position).
 _HEADER = struct.Struct("<8sQddQQQQQQq")
 _STATE = struct.Struct("<ddQQ")  # refreshed_at .. writer pid, at offset 16
 _POSITION = struct.Struct("<Qq")  # LSN, the server's start (µs), at offset 72
@@ -716,9 +715,8 @@ class SharedIndexFollower(_Index, _Connected):
         _, _, retired, _, lsn, server = _read_state(generation.header, position=True, tries=1)
         if retired or not lsn or not server:
             return
-        (server_now, flushed), = self._query(_POSITION_QUERY, [])
-        self._durable = (self.backend_pid, int(server_now), _lsn_int(flushed), time.monotonic())
-        if int(server_now) != server:
+        self._note_position(force=True)
+        if self._durable[1] != server:
             return
         writable = self._store.open_generation(generation.number, writable=True)
         if writable is None or _read_state(writable.header, True, 1)[4:] != (lsn, server):
@@ -733,15 +731,22 @@ class SharedIndexFollower(_Index, _Connected):
         _log.info("shared follower of %s: took over generation %d, from LSN %s",
                   self.index_name, writable.number, self._lsn)
 
-    def _note_position(self):
+    def _note_position(self, force=False):
         """Reads the server's start and flushed WAL position (at most once a second, and once
-        on each connection), for _position."""
+        on each connection), for _position and _adopt. A query refused (not the connection
+        lost) leaves none: a new writer then reads the filter whole."""
         now = time.monotonic()
         durable = self._durable
-        if durable is not None and durable[0] == self.backend_pid and now - durable[3] < 1.0:
+        if (not force and durable is not None and durable[0] == self.backend_pid
+                and now - durable[3] < 1.0):
             return
-        (server, flushed), = self._query(_POSITION_QUERY, [])
-        self._durable = (self.backend_pid, int(server), _lsn_int(flushed), now)
+        try:
+            (server, flushed), = self._query(_POSITION_QUERY, [])
+        except Exception:
+            if self._conn is None or self._connection_lost():
+                raise
+            server, flushed = 0, None
+        self._durable = (self.backend_pid, int(server or 0), _lsn_int(flushed), now)
 
     def _position(self):
         """(LSN, server's start) a new writer may go on from: the copy holds every change up to
