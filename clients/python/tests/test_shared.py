@@ -383,8 +383,10 @@ def test_a_new_writer_reads_whole_what_another_server_serves(tmp_path):
         try:
             with psycopg.connect(dsn, autocommit=True) as conn:
                 conn.execute("INSERT INTO %s SELECT 'primary' || i || '@mail.com' "
-                             "FROM generate_series(1, 300) i" % table)
+                             "FROM generate_series(1, 20000) i" % table)
+            time.sleep(1.1)  # the writer reads the flushed position again (once a second)
             first.refresh()
+            published, _ = _position(first)
             first._store.drop_lock()
             first.writer = False
             primary.stop()
@@ -393,6 +395,9 @@ def test_a_new_writer_reads_whole_what_another_server_serves(tmp_path):
                 keys = ["failover%d@mail.com" % i for i in range(20)]
                 conn.execute("INSERT INTO %s SELECT unnest(%%s::text[])" % table, [keys])
                 at = time.monotonic()
+                # The clone writes at positions the primary had used, before the one published.
+                now, = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()
+                assert shared_module()._lsn_int(now) < published
             second.refresh()
             assert second.writer and second._refreshed_at > at
             missing = [key for key in keys if not second.contains(key)]
