@@ -7,31 +7,40 @@
 
 Every process of one user following the same index (the same server, database, role and
 schema-qualified index) with a SharedIndexFollower answers from one copy of the filter, kept in
-files under /dev/shm (or `path`) that each process maps. One of them, the writer, holds the lock
-file (fcntl.flock) and follows the index as IndexFollower does: it writes the pages of bits it
-fetches into the mapping in place, and after each successful refresh publishes when that
-refresh started. The others, readers, hold no connection: each answers from the mapping, as of
+files under $XDG_RUNTIME_DIR or /dev/shm (or `path`) that each process maps. One of them, the
+writer, holds the lock file (fcntl.flock) and follows the index as IndexFollower does: it writes
+the pages of bits it fetches into the mapping in place, and after each successful refresh
+publishes when that refresh started. The others, readers, hold no connection: each answers from the mapping, as of
 the last refresh the writer published. When the writer dies, the kernel releases its lock and
-the next reader to try takes it over (every `interval` seconds), reading the filter whole.
+the next reader to try takes it over (every `interval` seconds). It goes on from the generation
+it maps, asking the pages changed since the LSN the last writer published with its time, when
+that LSN holds on the server it reaches (the same postmaster, and no later than the WAL flushed
+there: _adopt), else it reads the filter whole.
 
 Within a generation, a page is overwritten with the server's current page, which holds every
 key committed until then (a REINDEX that keeps the layout may drop deleted rows' bits): a reader
 that sees a page half-written, each byte old or new, still finds every key committed before the
 time its answers are as of. Anything that changes the layout (the first load, another index
-under the name, a new layer, a reconnection, a takeover) writes a new generation file whole,
-then names it in the control file (`current`, replaced by a rename), marks every other one
-retired and unlinks it (a new writer does so too for what a dead one left); a reader maps a
-generation only once it is named, so it never answers from a torn layout, and remaps when it sees
-its generation retired or another one named.
+under the name, a new layer, a reconnection, a takeover that cannot go on) writes a new
+generation file whole, then names it in the control file (`current`, replaced by a rename),
+marks every other one retired and unlinks it (a new writer does so too for what a dead one
+left); a reader maps a generation only once it is named, so it never answers from a torn layout,
+and remaps when it sees its generation retired or another one named.
 
 max_lag bounds every reader's "absent" as IndexFollower's does: past it (the writer is dead and
 no one took over, or the server is down) contains() answers True. The monotonic clock the times
-are kept in is the host's (CLOCK_MONOTONIC), the same in every process.
+are kept in is the host's (CLOCK_MONOTONIC), the same in every process. The time is published
+under a sequence lock whose memory fences (the compiled module's, bloomfilter._native.fence) keep
+a refresh's bits visible before its time on any CPU; without the compiled module, x86 needs none,
+and on any other CPU the follower is refused (RuntimeError).
 
-The directory (by default /dev/shm/bloomfilter-<uid>-<digest of the index's identity>) and its
-files are the user's, mode 0700 and 0600; a directory or file of another user, open to others or
-a symbolic link is refused (PermissionError). The last follower to close (or whose process
-exits) removes the directory; a process killed leaves it to the next one that closes.
+The directory (by default bloomfilter-<digest of the index's identity> in $XDG_RUNTIME_DIR when
+that is a directory of the user's, mode 0700, else <digest> in /dev/shm/bloomfilter-<uid>, made
+0700 and kept) and its files are the user's, mode 0700 and 0600; a directory or file of another
+user, open to others or a symbolic link is refused (PermissionError; for the default directory's
+parent, which another user could make first, the error says to give path=). The last follower
+to close (or whose process exits) removes the directory; a process killed leaves it to the next
+one that closes.
 
 Forking servers: a follower made before a fork (gunicorn --preload) is a reader in the children,
 which share the parent's mapping; made after, each process maps the files. The child never
@@ -55,6 +64,7 @@ import hashlib
 import json
 import mmap
 import os
+import platform
 import stat
 import struct
 import tempfile
@@ -75,14 +85,45 @@ _log = follow._log
 
 # A generation file: a header page, the description of the index (JSON) and, from filter_offset
 # (a multiple of the page size), the filter in the portable byte format.
-_GENERATION_MAGIC = b"BFSHARE1"
-# magic, seq (odd while the writer changes the fields after it), refreshed_at (time.monotonic()
-# at the start of the last successful refresh), refreshed_wall (time.time() then), retired (1 once
-# another generation is current), writer pid, filter_offset, filter_length, meta_length.
-_HEADER = struct.Struct("<8sQddQQQQQ")
-_SEQ = struct.Struct("<Q")
+_GENERATION_MAGIC = b"BFSHARE2"
+# magic, seq (odd while the writer changes the fields after it; in the host's byte order, read and
+# written as one word: _load_seq), refreshed_at (time.monotonic() at the start of the last
+# successful refresh), refreshed_wall (time.time() then), retired (1 once another generation is
+# current), writer pid, filter_offset, filter_length, meta_length, and the LSN and server's start
+# a new writer may go on from (0, 0: none; SharedIndexFollower._position).
+_HEADER = struct.Struct("<8sQddQQQQQQq")
 _STATE = struct.Struct("<ddQQ")  # refreshed_at .. writer pid, at offset 16
+_POSITION = struct.Struct("<Qq")  # LSN, the server's start (µs), at offset 72
 _PAGE = mmap.ALLOCATIONGRANULARITY
+
+
+# The sequence lock's memory fence. The compiled module's is a real fence (C++'s
+# atomic_thread_fence, seq_cst) on any CPU; without it, x86's memory ordering (TSO: stores are seen
+# in the order they were made, loads are made in program order) needs none, each access being a
+# call of its own that the compiler does not reorder; on another CPU (ARM64, POWER, RISC-V) Python
+# has no fence, and a follower is refused.
+try:
+    from ._native import fence as _native_fence
+except ImportError:  # not built (or built before it had one)
+    _native_fence = None
+
+_TOTAL_STORE_ORDER = ("x86_64", "amd64", "i386", "i486", "i586", "i686", "x86")
+
+
+def _no_fence():
+    pass
+
+
+def _choose_fence(native_fence, machine):
+    """The fence to use: the compiled one, else a no-op on x86, else None (none to be had)."""
+    if native_fence is not None:
+        return native_fence
+    if machine.lower() in _TOTAL_STORE_ORDER:
+        return _no_fence
+    return None
+
+
+_fence = _choose_fence(_native_fence, platform.machine())
 
 
 def _boot_id():
@@ -113,26 +154,71 @@ def _mapped_filter(buffer):
     return _MappedFilter(buffer)
 
 
-def _refuse(what, why):
-    raise PermissionError("bloomfilter shared follower: refusing %s: %s" % (what, why))
+def _refuse(what, why, hint=""):
+    raise PermissionError("bloomfilter shared follower: refusing %s: %s%s" % (what, why, hint))
 
 
-def _check_owned(st, what):
+def _check_owned(st, what, hint=""):
     if st.st_uid != os.geteuid():
         _refuse(what, "it belongs to uid %d, not to this process's user (uid %d)"
-                % (st.st_uid, os.geteuid()))
+                % (st.st_uid, os.geteuid()), hint)
     if st.st_mode & 0o077:
         _refuse(what, "other users may access it (mode %o; 0700 for the directory and 0600 for "
-                      "its files expected)" % stat.S_IMODE(st.st_mode))
+                      "its files expected)" % stat.S_IMODE(st.st_mode), hint)
+
+
+# Where the user's directory of shared copies is made when $XDG_RUNTIME_DIR is not the user's.
+_SHARED_MEMORY = "/dev/shm"
 
 
 def default_path(identity):
-    """The directory of an index's shared copy: under /dev/shm (else the temporary directory),
-    named from the user and a digest of the identity."""
-    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) \
-        else tempfile.gettempdir()
+    """The directory of an index's shared copy, named from a digest of the index's identity: in
+    $XDG_RUNTIME_DIR when it is set to a directory of the user's, mode 0700 (/run/user/<uid>, a
+    tmpfs no other user reaches); else in the user's directory bloomfilter-<uid> under /dev/shm
+    (else under the temporary directory), made here (mode 0700) and refused (PermissionError)
+    when it is another user's (who may have made it first), open to others or not a directory."""
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:32]
-    return os.path.join(base, "bloomfilter-%d-%s" % (os.geteuid(), digest))
+    runtime = _runtime_directory()
+    if runtime is not None:
+        return os.path.join(runtime, "bloomfilter-%s" % digest)
+    return os.path.join(_user_directory(), digest)
+
+
+def _runtime_directory():
+    """$XDG_RUNTIME_DIR if it is an absolute path to a directory (not a symbolic link) of this
+    process's user that no one else may access, else None."""
+    path = os.environ.get("XDG_RUNTIME_DIR")
+    if not path or not os.path.isabs(path):
+        return None
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        return None
+    return path
+
+
+def _user_directory():
+    """bloomfilter-<uid> under /dev/shm (else the temporary directory), made if need be, and
+    checked: this user's, a directory, mode 0700. Another local user could make it first (the
+    name is known): that blocks the default directory, and is refused."""
+    base = _SHARED_MEMORY
+    if not (os.path.isdir(base) and os.access(base, os.W_OK)):
+        base = tempfile.gettempdir()
+    path = os.path.join(base, "bloomfilter-%d" % os.geteuid())
+    hint = ("; another user may have made it to block this one's default directory: give the "
+            "follower one with path= (or set XDG_RUNTIME_DIR to a directory of the user's, mode "
+            "0700)")
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        _refuse(path, "it is not a directory (a symbolic link?)", hint)
+    _check_owned(st, path, hint)
+    return path
 
 
 class _Generation:
@@ -149,29 +235,59 @@ class _Generation:
         """(refreshed_at, refreshed_wall, retired, writer pid), as one consistent set."""
         return _read_state(self.header)
 
-    def write(self, refreshed_at, refreshed_wall, retired=0):
-        _write_state(self.header, refreshed_at, refreshed_wall, retired)
+    def write(self, refreshed_at, refreshed_wall, retired=0, position=None):
+        _write_state(self.header, refreshed_at, refreshed_wall, retired, position)
 
 
-def _read_state(header):
-    for _ in range(10000):
-        before, = _SEQ.unpack_from(header, 8)
+def _load_seq(header):
+    """The header's seq, read in one aligned 8-byte load (struct's reads a byte at a time)."""
+    with memoryview(header) as view, view[8:16] as word, word.cast("Q") as seq:
+        return seq[0]
+
+
+def _store_seq(header, value):
+    """Writes the header's seq in one aligned 8-byte store."""
+    with memoryview(header) as view, view[8:16] as word, word.cast("Q") as seq:
+        seq[0] = value
+
+
+# The sequence lock: the writer makes seq odd, writes the fields, makes it even again; a reader
+# takes the fields read between two equal even loads of seq. The fences make it hold on CPUs that
+# reorder memory accesses (ARM64): the writer's first orders the filter's bytes it wrote in place
+# (and the fields' old values) before seq turns odd, so a reader that sees a refresh's time sees
+# that refresh's bits; a reader's order its loads of seq and of the fields (and its later loads
+# of the filter's bytes after the first load of seq).
+
+def _read_state(header, position=False, tries=10000):
+    """(refreshed_at, refreshed_wall, retired, writer pid), and with position the LSN and
+    server's start a new writer may go on from, read as one consistent set."""
+    for _ in range(tries):
+        before = _load_seq(header)
+        _fence()
         if before & 1 == 0:
             fields = _STATE.unpack_from(header, 16)
-            after, = _SEQ.unpack_from(header, 8)
+            if position:
+                fields += _POSITION.unpack_from(header, 72)
+            _fence()
+            after = _load_seq(header)
             if before == after:
                 return fields
         time.sleep(0)
     # A writer died while it wrote them: as of no time, and retired (look for a newer one).
-    return float("-inf"), 0.0, 1, 0
+    return (float("-inf"), 0.0, 1, 0) + ((0, 0) if position else ())
 
 
-def _write_state(header, refreshed_at, refreshed_wall, retired):
-    seq, = _SEQ.unpack_from(header, 8)
+def _write_state(header, refreshed_at, refreshed_wall, retired, position=None):
+    seq = _load_seq(header)
     seq += 1 if seq & 1 == 0 else 2  # odd while the fields change (even if a writer died so)
-    _SEQ.pack_into(header, 8, seq)
+    _fence()  # the filter's bytes written in place before
+    _store_seq(header, seq)
+    _fence()
     _STATE.pack_into(header, 16, refreshed_at, refreshed_wall, retired, os.getpid())
-    _SEQ.pack_into(header, 8, seq + 1)
+    if position is not None:
+        _POSITION.pack_into(header, 72, *position)
+    _fence()
+    _store_seq(header, seq + 1)
 
 
 class _Store:
@@ -180,6 +296,12 @@ class _Store:
     generation's number, replaced by a rename), `gen-N` and, while one is written, `tmp-...`."""
 
     def __init__(self, path, identity):
+        if _fence is None:
+            raise RuntimeError(
+                "bloomfilter shared follower: this CPU (%s) may reorder memory accesses, and the "
+                "shared copy's sequence lock needs a memory fence, which Python has not: build the "
+                "compiled module bloomfilter._native (a C++ compiler and python3-dev; "
+                "bloomfilter.accelerator()), or use an IndexFollower" % platform.machine())
         self.path = path
         self.identity = identity
         self.boot_id = _boot_id()
@@ -310,7 +432,7 @@ class _Store:
         head = os.pread(fd, _HEADER.size, 0)
         if len(head) < _HEADER.size:
             raise ValueError("%s/gen-%d: truncated" % (self.path, number))
-        magic, _, _, _, _, _, offset, length, meta_length = _HEADER.unpack(head)
+        magic, _, _, _, _, _, offset, length, meta_length, _, _ = _HEADER.unpack(head)
         if magic != _GENERATION_MAGIC or offset % _PAGE or os.fstat(fd).st_size != offset + length:
             raise ValueError("%s/gen-%d: not a shared filter's generation" % (self.path, number))
         meta = json.loads(os.pread(fd, meta_length, _HEADER.size))
@@ -348,7 +470,7 @@ class _Store:
             if length is None or written != length:
                 raise ValueError("the filter's chunks do not make one value")
             header = _HEADER.pack(_GENERATION_MAGIC, 0, refreshed_at, refreshed_wall, 0, os.getpid(),
-                                  offset, length, len(meta_bytes))
+                                  offset, length, len(meta_bytes), 0, 0)
             _write_all(fd, header + meta_bytes, 0)
             generation = self._map(fd, number, writable=True)
             f = build(generation.data)
@@ -564,6 +686,9 @@ class _SharedCopy(_Index):
         self._timeout = timeout
         self._generation = None
         self._store = None
+        self._adopting = False
+        self._durable = None
+        self.adoptions = 0
         self._role_lock = threading.Lock()
 
     def _open_store(self, rows, conn, path, directory):
@@ -577,7 +702,8 @@ class _SharedCopy(_Index):
     # -- roles -----------------------------------------------------------------------------
 
     def _take_over(self):
-        """Takes the writer's lock if it is free; a new writer reads the filter whole."""
+        """Takes the writer's lock if it is free; a new writer adopts the generation it maps
+        when it can (_adopt), else reads the filter whole."""
         with self._role_lock:
             if self.writer:
                 return True
@@ -587,6 +713,7 @@ class _SharedCopy(_Index):
             self._lsn = None
             if self._generation is not None:
                 self._reload_reason = "takeover"
+                self._adopting = True
             self._store.remove_leftovers(keep=self._store.current_number())
             return True
 
@@ -596,8 +723,78 @@ class _SharedCopy(_Index):
         # the parent's mapping.
         self._role_lock = threading.Lock()
         self.writer = False
+        self._adopting = False
+        self._durable = None
         if self._store is not None:
             self._store.drop_lock()
+
+    def _refresh_index(self):
+        if self._adopting:
+            self._adopting = False
+            self._adopt()
+        _Index._refresh_index(self)
+        self._note_position()
+
+    def _adopt(self):
+        """A new writer goes on from the current generation, the one it maps, where the last
+        writer published it may (its position): it maps it for writing and asks the changes since
+        that LSN, so the next refresh moves the pages changed since, not the whole filter. Only
+        when that LSN means the same here: the position is the server's now (the same postmaster:
+        its start time; another server, a standby promoted or a restore, reads the filter whole),
+        and it is no later than the WAL the server had flushed when the last writer looked (a
+        crash loses unflushed WAL, and the server writes new records at those positions again).
+        The first changes check the copy's header and OID as every refresh does (another index,
+        new parameters, a new layer: read whole). Leaves _lsn None (read whole) otherwise."""
+        generation = self._generation
+        if generation is None or self._store.current_number() != generation.number:
+            return
+        # No one else writes it now: read once (seq odd is a writer killed while it wrote).
+        _, _, retired, _, lsn, server = _read_state(generation.header, position=True, tries=1)
+        if retired or not lsn or not server:
+            return
+        self._note_position(force=True)
+        if self._durable[1] != server:
+            return
+        writable = self._store.open_generation(generation.number, writable=True)
+        if writable is None or _read_state(writable.header, True, 1)[4:] != (lsn, server):
+            return
+        oid, key_type, transform = _key_rules_of(self.index_name, writable.meta["describe"])
+        f = _mapped_filter(writable.data)
+        self._generation = writable
+        self._state = (f, key_type, transform)
+        self._oid, self._lsn = oid, _lsn_text(lsn)
+        self._reload_reason = None
+        self.adoptions += 1
+        _log.info("shared follower of %s: took over generation %d, from LSN %s",
+                  self.index_name, writable.number, self._lsn)
+
+    def _note_position(self, force=False):
+        """Reads the server's start and flushed WAL position (at most once a second, and once
+        on each connection), for _position and _adopt. A query refused (not the connection
+        lost) leaves none: a new writer then reads the filter whole."""
+        owner = self._connection_owner  # the follower whose connection this index's queries use
+        now = time.monotonic()
+        durable = self._durable
+        if (not force and durable is not None and durable[0] == owner.backend_pid
+                and now - durable[3] < 1.0):
+            return
+        try:
+            (server, flushed), = self._query(_POSITION_QUERY, [])
+        except Exception:
+            if owner._conn is None or owner._connection_lost():
+                raise
+            server, flushed = 0, None
+        self._durable = (owner.backend_pid, int(server or 0), _lsn_int(flushed), now)
+
+    def _position(self):
+        """(LSN, server's start) a new writer may go on from: the copy holds every change up to
+        the last refresh's LSN, and WAL up to the flushed position read on this connection is
+        never written again; (0, 0) when there is none."""
+        durable = self._durable
+        if (self._lsn is None or durable is None
+                or durable[0] != self._connection_owner.backend_pid or not durable[2]):
+            return 0, 0
+        return min(_lsn_int(self._lsn), durable[2]), durable[1]
 
     def _close_store(self):
         """Lets another process be the writer; the last follower of the copy on the host removes
@@ -707,13 +904,14 @@ class _SharedCopy(_Index):
         _Index._refreshed(self, started, wall)
         generation = self._generation
         if self.writer and generation is not None and generation.writable:
-            generation.write(started, wall)
+            generation.write(started, wall, position=self._position())
 
     def stats(self):
-        """IndexFollower's stats(), and writer (this process is the writer), generation and
-        path."""
+        """IndexFollower's stats(), and writer (this process is the writer), generation, path
+        and adoptions (takeovers that went on from the current generation, not reading it
+        whole)."""
         stats = _Index.stats(self)
-        stats.update(writer=self.writer, path=self.path,
+        stats.update(writer=self.writer, path=self.path, adoptions=self.adoptions,
                      generation=None if self._generation is None else self._generation.number)
         return stats
 
@@ -984,6 +1182,26 @@ class SharedAsyncIndexFollower(_SharedCopy, AsyncIndexFollower):
         self._conn, self._prepared, self._lock, self._task = None, False, None, None
         self._lsn = None
         self._pid = os.getpid()
+
+
+# The server's start (µs since 1970: the same only for the same postmaster) and the WAL written to
+# disk (a standby's: replayed), never written again there.
+_POSITION_QUERY = (
+    "SELECT (EXTRACT(EPOCH FROM pg_catalog.pg_postmaster_start_time()) * 1000000)::bigint, "
+    "CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.pg_last_wal_replay_lsn() "
+    "ELSE pg_catalog.pg_current_wal_flush_lsn() END::text, pg_catalog.pg_backend_pid()")
+
+
+def _lsn_int(text):
+    """An LSN's text (X/Y) as a number; 0 for None."""
+    if not text:
+        return 0
+    high, low = _text(text).split("/")
+    return int(high, 16) << 32 | int(low, 16)
+
+
+def _lsn_text(number):
+    return "%X/%X" % (number >> 32, number & 0xFFFFFFFF)
 
 
 class _Describing:

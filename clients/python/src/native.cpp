@@ -13,6 +13,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <atomic>
 #include <cstring>
 #include <ctime>
 
@@ -900,9 +901,20 @@ PyObject *check_path(PyObject *, PyObject *) {
     return PyUnicode_FromString(bf::chosen_check_path_name());
 }
 
+// A full memory fence (std::atomic_thread_fence, seq_cst: mfence on x86-64, dmb ish on ARM64),
+// for bloomfilter.shared's sequence lock: a writer orders its writes to a shared mapping before
+// the sequence number's, and a reader its reads of the sequence number before the fields'.
+PyObject *fence(PyObject *, PyObject *) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    Py_RETURN_NONE;
+}
+
 PyMethodDef module_methods[] = {
     {"monotonic", monotonic, METH_NOARGS,
      "time.monotonic() as FollowerCheck reads it (the same clock and conversion)."},
+    {"fence", fence, METH_NOARGS,
+     "A full memory fence (std::atomic_thread_fence(seq_cst)), for the shared copy's sequence "
+     "lock."},
     {"check_path", check_path, METH_NOARGS,
      "The core's block check this process uses for version 2 filters: \"scalar\", \"avx2\" or "
      "\"avx512\" (the fastest here, timed at import)."},
