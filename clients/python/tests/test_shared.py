@@ -96,7 +96,7 @@ def test_processes_share_one_copy_through_rebuild_growth_kill_and_restart(cluste
             workers.start(1)
             new_writers = workers.writers()
             assert len(new_writers) == 1 and new_writers != [writer]
-            adopted = workers.call(new_writers[0], "ask", [])[3]["adoptions"]
+            (adopted,) = [part["adoptions"] for part in workers.call(new_writers[0], "ask", [])[3]]
             lags.append(round_("joined"))
             # PostgreSQL restarts: every follower goes stale (answering True), then the writer
             # reconnects and reads the filter whole.
