@@ -50,9 +50,10 @@ The other followers have the same mode, each copy with a store and a writer of i
 SharedMultiIndexFollower (MultiIndexFollower's indexes on one connection: a process may write
 one index's copy and read another's, and holds its connection only while it writes one),
 SharedShardedIndexFollower (a SharedIndexFollower per shard; the identity includes the server,
-so shards with the same database, OID and index name never share a copy) and
+its system identifier and the address and port it accepted the connection on, so shards with
+the same database, OID and index name never share a copy, even behind one pooler address) and
 SharedAsyncIndexFollower (the writer reads through the async connection, psycopg's or
-asyncpg's). Given `directory`, each copy's directory is made in it, named from its identity;
+asyncpg's; a new async writer reads the filter whole). Given `directory`, each copy's directory is made in it, named from its identity;
 followers of one index in one directory share its copy whatever their class.
 """
 
@@ -585,7 +586,8 @@ SELECT pg_catalog.current_database(), d.oid::bigint, CURRENT_USER::text, n.nspna
        pg_catalog.current_setting('port'),
        CASE WHEN pg_catalog.has_function_privilege('pg_catalog.pg_control_system()', 'EXECUTE')
             THEN (SELECT s.system_identifier::text FROM pg_catalog.pg_control_system() s) END,
-       pg_catalog.pg_backend_pid()
+       pg_catalog.inet_server_addr()::text, pg_catalog.inet_server_port()::text,
+       pg_catalog.pg_is_in_recovery()::text, pg_catalog.pg_backend_pid()
   FROM pg_catalog.pg_class c
   JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
   JOIN pg_catalog.pg_database d ON d.datname = pg_catalog.current_database()
@@ -612,15 +614,19 @@ def _address(conn):
 
 def _identity_of(index_name, rows, conn):
     """(identity, schema-qualified name) of an index from its _IDENTITY rows: what the followers
-    sharing a copy have in common, the server (the address connected to, its port and its system
-    identifier), database, role and index."""
+    sharing a copy have in common, the server (the address connected to; the server's port,
+    system identifier, the address and port it accepted the connection on, and whether it is a
+    standby: a pooler's entries for a primary and its standby, or for clones of one cluster on
+    other hosts, are one address and one database name), database, role and index."""
     if not rows:
         raise LookupError("index %s not found" % index_name)
-    database, database_oid, role, schema, relation, qualified, server_port, system = map(_text, rows[0])
+    (database, database_oid, role, schema, relation, qualified, server_port, system,
+     server_address, accepted_port, standby) = map(_text, rows[0])
     host, port = _address(conn)
     return {"host": host, "port": port, "server_port": server_port, "system": system,
-            "database": database, "database_oid": int(database_oid), "role": role,
-            "schema": schema, "index": relation}, qualified
+            "server_address": server_address, "accepted_port": accepted_port,
+            "standby": standby, "database": database, "database_oid": int(database_oid),
+            "role": role, "schema": schema, "index": relation}, qualified
 
 
 def _store_path(identity, path, directory):

@@ -42,6 +42,27 @@ class Cluster:
         self.port = None
         self.start()
 
+    @classmethod
+    def standby_of(cls, primary, name, address):
+        """A streaming standby of `primary` (pg_basebackup -R: the same system identifier and
+        OIDs) listening on `address` at the primary's port, as the same server would on
+        another host."""
+        standby = cls.__new__(cls)
+        standby.bindir, standby.user, standby.port = primary.bindir, primary.user, primary.port
+        standby.dir = tempfile.mkdtemp(prefix="python-%s-" % name,
+                                       dir=os.environ.get("CLUSTER_ROOT") or None)
+        os.chmod(standby.dir, 0o755)
+        if standby.user:
+            shutil.chown(standby.dir, standby.user)
+        standby.data = os.path.join(standby.dir, "data")
+        standby._run("pg_basebackup", "-D", standby.data, "-h", primary.dir, "-p",
+                     str(primary.port), "-U", "postgres", "-X", "stream", "-R", "-c", "fast")
+        with open(os.path.join(standby.data, "postgresql.conf"), "a") as conf:
+            conf.write("listen_addresses = '%s'\nunix_socket_directories = '%s'\n"
+                       % (address, standby.dir))
+        standby.start()
+        return standby
+
     def _run(self, program, *args):
         command = [os.path.join(self.bindir, program), *args]
         if self.user:

@@ -35,9 +35,11 @@ class PgBouncer:
     that with two of them open (warm()) consecutive transactions of one client go to different
     server processes, as they do on a busy pool. session_entries: {name: database} entries in
     session mode beside the others (a pgbouncer database entry's own pool_mode). settings: more
-    [pgbouncer] settings ({"server_login_retry": 1})."""
+    [pgbouncer] settings ({"server_login_retry": 1}). entries: {name: server conninfo (host,
+    port, dbname)}, entries for other servers."""
 
-    def __init__(self, pool_mode, round_robin=False, pool_size=4, session_entries=None, settings=None):
+    def __init__(self, pool_mode, round_robin=False, pool_size=4, session_entries=None, settings=None,
+                 entries=None):
         self.program = binary()
         if self.program is None:
             raise RuntimeError("pgbouncer is not installed (apt-get install pgbouncer)")
@@ -54,6 +56,7 @@ class PgBouncer:
         self.log = os.path.join(self.dir, "pgbouncer.log")
         self.port = None
         self.session_entries = dict(session_entries or {})
+        self.entries = dict(entries or {})
         self.settings = dict(settings or {})
         for _ in range(3):
             self.port = _free_port()
@@ -86,6 +89,8 @@ class PgBouncer:
             ini.write("[databases]\n")
             for name, database in self.session_entries.items():
                 ini.write("%s = %s dbname=%s pool_mode=session\n" % (name, server, database))
+            for name, conninfo in self.entries.items():
+                ini.write("%s = %s user=%s\n" % (name, conninfo, self.server_user))
             ini.write("* = %s\n\n[pgbouncer]\n" % server)
             ini.writelines("%s = %s\n" % item for item in settings.items())
 

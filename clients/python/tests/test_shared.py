@@ -19,6 +19,7 @@ from bloomfilter.shared import SharedIndexFollower
 from gunicorn_workers import ask_every_worker, gunicorn
 
 from clusters import Cluster
+import pgbouncer
 import shared_workers
 from shared_workers import Workers
 
@@ -1067,3 +1068,50 @@ def test_a_writer_stopped_between_naming_a_generation_and_retiring_the_old_one(c
 def _process_state(pid):
     with open("/proc/%d/stat" % pid) as f:
         return f.read().rsplit(")", 1)[1].split()[0]
+
+
+@pytest.mark.skipif(pgbouncer.binary() is None, reason="pgbouncer is not installed")
+def test_two_servers_behind_one_address_share_no_copy(tmp_path):
+    """A pooler's entries for a primary and its standby on two hosts (here 127.0.0.1 and
+    127.0.0.2, one port: one database name, one system identifier, one address connected to):
+    each server's followers have a copy of their own, and a key committed on the primary while
+    the standby lags is found by the primary's."""
+    primary = Cluster("primary")
+    standby = bouncer = None
+    followers = []
+    try:
+        with psycopg.connect(primary.dsn(), autocommit=True) as c:
+            c.execute("CREATE DATABASE app")
+        with psycopg.connect(primary.dsn("app"), autocommit=True) as c:
+            c.execute("CREATE EXTENSION bloomfilter")
+            c.execute("CREATE TABLE users (email text NOT NULL)")
+            c.execute("CREATE INDEX users_email_bloom ON users USING bloomfilter (email)")
+        standby = Cluster.standby_of(primary, "standby", "127.0.0.2")
+        bouncer = pgbouncer.PgBouncer("session", entries={
+            "app_rw": "host=127.0.0.1 port=%d dbname=app" % primary.port,
+            "app_ro": "host=127.0.0.2 port=%d dbname=app" % primary.port})
+        directory = str(tmp_path / "copies")
+        reading = SharedIndexFollower(bouncer.dsn("dbname=app_ro"), "users_email_bloom",
+                                      background=False, directory=directory)
+        followers.append(reading)
+        writing = SharedIndexFollower(bouncer.dsn("dbname=app_rw"), "users_email_bloom",
+                                      background=False, directory=directory)
+        followers.append(writing)
+        with psycopg.connect(standby.dsn("app"), autocommit=True) as c:
+            c.execute("SELECT pg_catalog.pg_wal_replay_pause()")  # the standby lags
+        with psycopg.connect(bouncer.dsn("dbname=app_rw"), autocommit=True) as c:
+            c.execute("INSERT INTO users VALUES ('on.the.primary@mail.com')")
+        committed = time.monotonic()
+        reading.refresh()
+        writing.refresh()
+        assert writing._refreshed_at > committed
+        assert writing.contains("on.the.primary@mail.com")
+        assert reading.path != writing.path and reading.writer and writing.writer
+    finally:
+        for follower in followers:
+            follower.close()
+        if bouncer is not None:
+            bouncer.remove()
+        if standby is not None:
+            standby.remove()
+        primary.remove()
