@@ -6,11 +6,15 @@ email found and few others; a new one found after a refresh; a shard moved by
 citus_move_shard_placement under 4 writers, every row committed before lag seconds ago found
 throughout, the new placement loaded before the old one is forgotten, and nothing missing once
 the old placement is dropped; max_lag counting the listing's age; node_conninfo; a forked child;
-the refusals (0A000). Then, when t/015_citus.pl's users table is there (after its own shard
+the refusals (0A000). SharedCitusIndexFollower: two processes (spawned) share one copy per shard
+index, every committed key found in each within max_lag and slack, none ever a false negative,
+the writer's SIGKILL taken over; a reader whose writer stops answers True past max_lag; a copy a
+writer with an old listing refreshed before a shard moved back is not taken as of a time before
+the listing that adds it. Then, when t/015_citus.pl's users table is there (after its own shard
 move), every one of its emails found.
 
-Without Citus: the nodes' default conninfo, and the node followers' follow() (a server, as the
-other tests)."""
+Without Citus: the nodes' default conninfo, and the node followers' follow(), shared mode's too
+(a server, as the other tests)."""
 
 import os
 import signal
