@@ -52,9 +52,10 @@ one index's copy and read another's, and holds its connection only while it writ
 SharedShardedIndexFollower (a SharedIndexFollower per shard; the identity includes the server,
 so shards with the same database, OID and index name never share a copy) and
 SharedAsyncIndexFollower (the writer reads through the async connection, psycopg's or
-asyncpg's) and SharedCitusIndexFollower (a copy per shard index of a Citus table, its store opened
-as the listing adds its placement and closed as it drops it). Given `directory`, each copy's directory is made in it, named from its identity;
-followers of one index in one directory share its copy whatever their class.
+asyncpg's) and SharedCitusIndexFollower (a copy per shard index of a Citus table, its store
+opened as the listing adds its placement and closed as it drops it). Given `directory`, each
+copy's directory is made in it, named from its identity; followers of one index in one
+directory share its copy whatever their class.
 """
 
 import asyncio

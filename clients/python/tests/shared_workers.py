@@ -1,10 +1,11 @@
 """Worker processes for tests/test_shared.py, tests/test_shared_modes.py and tests/test_citus.py:
 each follows indexes through shared copies (a SharedIndexFollower, SharedMultiIndexFollower,
 SharedShardedIndexFollower, SharedAsyncIndexFollower or SharedCitusIndexFollower: the mode) and
-obeys commands from a pipe, while a thread of its own checks, without pause, every key the test says it committed. A "false negative" is an answer
-False for a key committed before the time the answer is as of (the oldest of the follower's
-copies' last refreshes as their writers published them): the one thing a follower must never do.
-Workers, in the test's process, starts them (spawned) and speaks to them."""
+obeys commands from a pipe, while a thread of its own checks, without pause, every key the test
+says it committed. A "false negative" is an answer False for a key committed before the time the
+answer is as of (the oldest of the follower's copies' last refreshes as their writers published
+them): the one thing a follower must never do. Workers, in the test's process, starts them
+(spawned) and speaks to them."""
 
 import asyncio
 import multiprocessing
@@ -106,7 +107,8 @@ class _CitusView(_View):
     @property
     def parts(self):
         nodes = sorted(self.follower.nodes, key=lambda node: (node.host, node.port))
-        return [node.follower.indexes[name] for node in nodes for name in sorted(node.follower.indexes)]
+        return [node.follower.indexes[name] for node in nodes
+                for name in sorted(node.follower.indexes)]
 
     def as_of(self):
         listed = self.follower._listed_at
