@@ -30,8 +30,10 @@
 #      /usr/bin/python3 -m pytest in a copy of the package), the same against this cluster: every
 #      email found, a new one after a refresh, a shard moved under 4 writers with no row committed
 #      before the follower's lag missed, max_lag counting the listing's age, a forked child, the
-#      listing refused (0A000) for a plain table's index; then users: every email found. Skipped
-#      without pytest, psycopg (3) or xxhash for that Python.
+#      listing refused (0A000) for a plain table's index, SharedCitusIndexFollower (two processes
+#      sharing one copy per shard index, a takeover, past max_lag, a copy refreshed by a writer
+#      with an older listing); then users: every email found. Skipped without pytest, psycopg
+#      (3) or xxhash for that Python.
 #   8. bloom_index_contains on the coordinator for members, distributed by id, indexed on email
 #      (and on a bytea and a bigint column, on lower(email)): every shard is asked (a sample scan
 #      by bloom_index_probe, over the transaction's connections), the answer is their union:

@@ -25,7 +25,7 @@ import time
 # listing among them (the nodes' followers set themselves up); the parent's connections a child
 # inherited are kept there, never used nor closed.
 from .follow import (EVENTS, ExtensionVersionError, MultiIndexFollower, _followers, _inherited,
-                     _reconnector, _restart_lock, _SharedIndex, _text, _union_contains_many,
+                     _reconnector, _restart_lock, _text, _union_contains_many,
                      _version_tuple)
 
 __all__ = ["CitusIndexFollower", "ShardPlacement", "CitusNode", "CITUS_EVENTS",
@@ -59,7 +59,7 @@ _log = logging.getLogger("bloomfilter.citus")
 
 class _NodeFollower(MultiIndexFollower):
     """The shard indexes of one node: a MultiIndexFollower whose indexes can change (follow()).
-    It adds _SharedIndex objects as MultiIndexFollower's constructor makes them, and takes an
+    It adds _index_class objects as MultiIndexFollower's constructor makes them, and takes an
     index whose copy (_state) is set as loaded."""
 
     def __init__(self, conn, index_names, interval, background, max_lag, on_event):
@@ -74,12 +74,14 @@ class _NodeFollower(MultiIndexFollower):
         names = list(dict.fromkeys(index_names))
         if not names:
             raise ValueError("no index to follow")
-        added = {name: _SharedIndex(self, name, self.max_lag, self._index_event)
+        added = {name: self._index_class(self, name, self.max_lag, self._index_event)
                  for name in names if name not in self.indexes}
         if added:
+            refused = self._join_added(list(added.values()))
             # Refreshed from now on by the follower's thread too (its refresh() takes the indexes
             # of the moment); the first refresh to reach one loads it.
-            self.indexes = {**self.indexes, **added}
+            self.indexes = {**self.indexes,
+                            **{name: index for name, index in added.items() if index not in refused}}
             try:
                 self.refresh()
             except Exception:
@@ -88,8 +90,20 @@ class _NodeFollower(MultiIndexFollower):
             if failed:
                 self.indexes = {name: index for name, index in self.indexes.items()
                                 if name not in added or index._state is not None}
+                self._leave_indexes(failed)
                 raise failed[0].last_error or RuntimeError("index %s not loaded" % failed[0].index_name)
+        gone = [index for name, index in self.indexes.items() if name not in names]
         self.indexes = {name: self.indexes[name] for name in names}
+        self._leave_indexes(gone)
+
+    # What the shared mode (bloomfilter.shared's _SharedCitusNode) changes: the indexes added,
+    # before they are followed (those it cannot follow returned, each with its last_error), and
+    # those no longer followed.
+    def _join_added(self, indexes):
+        return []
+
+    def _leave_indexes(self, indexes):
+        pass
 
 
 def _node_template(coordinator):
@@ -606,8 +620,7 @@ class CitusIndexFollower:
             node = self._nodes.get((host, port))
             try:
                 if node is None:
-                    follower = _NodeFollower(self._node_connector(host, port), names, self.interval,
-                                             False, self.max_lag, self._node_event(host, port))
+                    follower = self._node_follower(host, port, names)
                     self._nodes = {**self._nodes, (host, port): CitusNode(host, port, follower)}
                     if self._started and not self._closed:
                         follower.start()
@@ -643,6 +656,11 @@ class CitusIndexFollower:
         if not first and (added or removed):
             return added, removed
         return None
+
+    def _node_follower(self, host, port, names):
+        """A new node's follower of these shard indexes (no thread yet)."""
+        return _NodeFollower(self._node_connector(host, port), names, self.interval, False,
+                             self.max_lag, self._node_event(host, port))
 
     def _activate(self, leaving=()):
         """contains() asks every loaded copy of the nodes followed but those `leaving`."""

@@ -53,7 +53,9 @@ SharedShardedIndexFollower (a SharedIndexFollower per shard; the identity includ
 its system identifier and the address and port it accepted the connection on, so shards with
 the same database, OID and index name never share a copy, even behind one pooler address) and
 SharedAsyncIndexFollower (the writer reads through the async connection, psycopg's or
-asyncpg's; a new async writer reads the filter whole). Given `directory`, each copy's directory is made in it, named from its identity;
+asyncpg's; a new async writer reads the filter whole) and SharedCitusIndexFollower (a copy per
+shard index of a Citus table, its store opened as the listing adds its placement and closed as
+it drops it). Given `directory`, each copy's directory is made in it, named from its identity;
 followers of one index in one directory share its copy whatever their class.
 """
 
@@ -78,9 +80,10 @@ from ._core import FORMAT_VERSION_LAYERED, HEADER_BYTES, MAGIC, Filter, LayeredF
 from .follow import (_CURRENT_LSN, MultiIndexFollower, ShardedIndexFollower, _Connected, _Index,
                      _SharedIndex, _text)
 from .follow_async import AsyncIndexFollower
+from .citus import CitusIndexFollower, _NodeFollower
 
 __all__ = ["SharedIndexFollower", "SharedMultiIndexFollower", "SharedShardedIndexFollower",
-           "SharedAsyncIndexFollower", "default_path"]
+           "SharedAsyncIndexFollower", "SharedCitusIndexFollower", "default_path"]
 
 _log = follow._log
 
@@ -1092,6 +1095,130 @@ class SharedShardedIndexFollower(ShardedIndexFollower):
     def _shard_follower(self, conn, index_name, **options):
         return SharedIndexFollower(conn, index_name, directory=self._directory,
                                    timeout=self._timeout, **options)
+
+
+def _joined_since(index, started):
+    """True once this process writes the index's copy or maps it as of a refresh started after
+    `started` (time.monotonic())."""
+    if index._take_over():
+        return True
+    if not index._attach():
+        return False
+    index._sync()
+    return index._refreshed_at is not None and index._refreshed_at > started
+
+
+class _SharedCitusNode(_SharedConnected, _NodeFollower):
+    """The shard indexes of one node of a SharedCitusIndexFollower: a _NodeFollower whose
+    indexes each have one copy per host (a SharedMultiIndexFollower's), its store opened as the
+    index is added (follow()) and closed once it is dropped."""
+
+    _index_class = _SharedMultiIndex
+
+    def __init__(self, conn, index_names, interval, background, max_lag, on_event, directory,
+                 timeout):
+        self._directory = directory
+        self._timeout = timeout
+        _NodeFollower.__init__(self, conn, index_names, interval, background, max_lag, on_event)
+
+    def _first_refresh(self):
+        indexes = self._followed()
+        refused = self._join_added(indexes)
+        try:
+            if refused:
+                raise refused[0].last_error
+            _Connected.refresh(self)
+        except BaseException:
+            self._leave_indexes(indexes)
+            raise
+        _shared_followers.add(self)
+
+    def _track(self):
+        pass  # in _shared_followers (_first_refresh)
+
+    def _join_added(self, indexes):
+        """Opens the stores of indexes about to be followed (on a connection for their identity,
+        which the next refresh closes if this process writes no copy) and waits until this
+        process writes each, or maps its copy as of a refresh its writer started since this call
+        (after the listing that added it: a copy refreshed before, by a process whose listing
+        was older, could be of a placement not yet whole); returns the indexes it cannot
+        follow (each with its last_error), their stores closed."""
+        refused, opened = [], []
+        try:
+            with self._lock:  # the connection is the thread's too
+                for index in indexes:
+                    try:
+                        if self._conn is None:
+                            self._open()
+                        index._open_store(self._query(_IDENTITY, [index.index_name]), self._conn,
+                                          None, self._directory)
+                        opened.append(index)
+                    except Exception as error:
+                        index.last_error = error
+                        refused.append(index)
+                        if self._connection_lost():
+                            self._close_connection()
+            started, waiting = time.monotonic(), opened
+            while waiting:
+                waiting = [index for index in waiting if not _joined_since(index, started)]
+                if waiting and time.monotonic() - started > self._timeout:
+                    for index in waiting:
+                        index.last_error = TimeoutError(
+                            "shared follower of %s: no copy in %s after %s s, and another process "
+                            "holds the writer's lock" % (index.index_name, index.path, self._timeout))
+                    refused += waiting
+                    break
+                if waiting:
+                    time.sleep(min(self.interval, 0.05))
+        except BaseException:
+            self._leave_indexes(indexes)
+            raise
+        self._leave_indexes(refused)
+        return refused
+
+    def _leave_indexes(self, indexes):
+        # Under the lock: a refresh that took the indexes before they were dropped passes over
+        # the closed ones (_refresh_locked).
+        with self._lock:
+            for index in indexes:
+                index._close_store()
+
+    def _refresh_locked(self, indexes):
+        _SharedConnected._refresh_locked(self, tuple(index for index in indexes
+                                                     if index._store is not None))
+
+    def __repr__(self):
+        return "<bloomfilter.shared Citus node follower of %s>" % self._name
+
+
+class SharedCitusIndexFollower(CitusIndexFollower):
+    """A CitusIndexFollower whose shard indexes each have one copy per host, as
+    SharedMultiIndexFollower's: each shard index (on each node holding a placement) a store of
+    its own, named from its identity (which includes the node's system identifier, host and
+    port) in `directory` (by default under /dev/shm), with its own writer. A store is opened when
+    the listing adds its placement (waiting, up to `timeout` seconds, until this process writes
+    the copy or maps the writer's) and closed when the listing drops it. Each process reads the
+    listing itself (its own coordinator connection), and holds a node's connection while it
+    writes a copy there. contains(), lag and max_lag are CitusIndexFollower's: a reader's copy
+    is as of its writer's last refresh. The arguments are CitusIndexFollower's, and (by keyword)
+    directory and SharedIndexFollower's timeout."""
+
+    def __init__(self, coordinator, index_name, interval=0.1, shards_interval=1.0, background=True,
+                 max_lag=None, on_event=None, node_conninfo=None, *, directory=None, timeout=60.0):
+        self._directory = directory
+        self._timeout = timeout
+        CitusIndexFollower.__init__(self, coordinator, index_name, interval=interval,
+                                    shards_interval=shards_interval, background=background,
+                                    max_lag=max_lag, on_event=on_event, node_conninfo=node_conninfo)
+
+    def _node_follower(self, host, port, names):
+        return _SharedCitusNode(self._node_connector(host, port), names, self.interval, False,
+                                self.max_lag, self._node_event(host, port), self._directory,
+                                self._timeout)
+
+    def __repr__(self):
+        return "<bloomfilter.shared.SharedCitusIndexFollower of %s: %d shards on %d nodes>" % (
+            self.index_name, len(self._placements), len(self._nodes))
 
 
 class SharedAsyncIndexFollower(_SharedCopy, AsyncIndexFollower):

@@ -1,10 +1,11 @@
-"""Worker processes for tests/test_shared.py and tests/test_shared_modes.py: each follows indexes
-through shared copies (a SharedIndexFollower, SharedMultiIndexFollower, SharedShardedIndexFollower
-or SharedAsyncIndexFollower: the mode) and obeys commands from a pipe, while a thread of its own
-checks, without pause, every key the test says it committed. A "false negative" is an answer
-False for a key committed before the time the answer is as of (the oldest of the follower's
-copies' last refreshes as their writers published them): the one thing a follower must never do.
-Workers, in the test's process, starts them (spawned) and speaks to them."""
+"""Worker processes for tests/test_shared.py, tests/test_shared_modes.py and tests/test_citus.py:
+each follows indexes through shared copies (a SharedIndexFollower, SharedMultiIndexFollower,
+SharedShardedIndexFollower, SharedAsyncIndexFollower or SharedCitusIndexFollower: the mode) and
+obeys commands from a pipe, while a thread of its own checks, without pause, every key the test
+says it committed. A "false negative" is an answer False for a key committed before the time the
+answer is as of (the oldest of the follower's copies' last refreshes as their writers published
+them): the one thing a follower must never do. Workers, in the test's process, starts them
+(spawned) and speaks to them."""
 
 import asyncio
 import multiprocessing
@@ -96,6 +97,25 @@ class _AsyncView(_View):
         self.loop.call_soon_threadsafe(self.loop.stop)
 
 
+class _CitusView(_View):
+    """A SharedCitusIndexFollower: its parts are the shard indexes of the moment (by node and
+    name), and its answers are as of the older of its listing and their copies."""
+
+    def __init__(self, follower):
+        self.follower = follower
+
+    @property
+    def parts(self):
+        nodes = sorted(self.follower.nodes, key=lambda node: (node.host, node.port))
+        return [node.follower.indexes[name] for node in nodes
+                for name in sorted(node.follower.indexes)]
+
+    def as_of(self):
+        listed = self.follower._listed_at
+        times = [part._refreshed_at for part in self.follower._active]
+        return None if listed is None or None in times else min([listed] + times)
+
+
 def _view(mode, options, interval, max_lag):
     if mode == "single":
         follower = shared.SharedIndexFollower(options["dsn"], options["index"],
@@ -115,6 +135,10 @@ def _view(mode, options, interval, max_lag):
         return _View(follower, follower.followers)
     if mode == "async":
         return _AsyncView(options, interval, max_lag)
+    if mode == "citus":
+        return _CitusView(shared.SharedCitusIndexFollower(
+            options["coordinator"], options["index"], directory=options["directory"],
+            interval=interval, shards_interval=options["shards_interval"], max_lag=max_lag))
     raise ValueError(mode)
 
 

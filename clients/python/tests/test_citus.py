@@ -6,13 +6,18 @@ email found and few others; a new one found after a refresh; a shard moved by
 citus_move_shard_placement under 4 writers, every row committed before lag seconds ago found
 throughout, the new placement loaded before the old one is forgotten, and nothing missing once
 the old placement is dropped; max_lag counting the listing's age; node_conninfo; a forked child;
-the refusals (0A000). Then, when t/015_citus.pl's users table is there (after its own shard
+the refusals (0A000). SharedCitusIndexFollower: two processes (spawned) share one copy per shard
+index, every committed key found in each within max_lag and slack, none ever a false negative,
+the writer's SIGKILL taken over; a reader whose writer stops answers True past max_lag; a copy a
+writer with an old listing refreshed before a shard moved back is not taken as of a time before
+the listing that adds it. Then, when t/015_citus.pl's users table is there (after its own shard
 move), every one of its emails found.
 
-Without Citus: the nodes' default conninfo, and the node followers' follow() (a server, as the
-other tests)."""
+Without Citus: the nodes' default conninfo, and the node followers' follow(), shared mode's too
+(a server, as the other tests)."""
 
 import os
+import signal
 import threading
 import time
 import uuid
@@ -23,6 +28,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from bloomfilter.citus import CitusIndexFollower, _NodeFollower, _node_template
 from bloomfilter.follow import IndexFollower
+from bloomfilter.shared import SharedCitusIndexFollower, _SharedCitusNode
 
 COORDINATOR = os.environ.get("BLOOM_CITUS_COORDINATOR")
 ROWS = 20000
@@ -390,6 +396,192 @@ def test_tap_users(cluster):
         assert len(follower.shards) == 8
 
 
+# -- SharedCitusIndexFollower ----------------------------------------------------------------
+
+SHARED_INTERVAL = 0.05
+SHARED_MAX_LAG = 1.5
+SHARED_BOUND = SHARED_MAX_LAG + 2.0
+
+
+def shared_table(admin, shards=8):
+    """A distributed table of its own (emails "s-user<i>@mail.com", 1 to 2000) and its index."""
+    table = "shared_%s" % uuid.uuid4().hex[:10]
+    admin.execute("CREATE TABLE %s (email text NOT NULL)" % table)
+    admin.execute("SELECT create_distributed_table(%%s, 'email', shard_count => %d, colocate_with => 'none')"
+                  % shards, [table])
+    admin.execute("INSERT INTO %s SELECT 's-user' || i || '@mail.com' FROM generate_series(1, 2000) i" % table)
+    admin.execute("CREATE INDEX %s_bloom ON %s USING bloomfilter (email) WITH (capacity = 100000)"
+                  % (table, table))
+    return table, table + "_bloom"
+
+
+def commit_keys(table, keys):
+    """Commits the keys on the coordinator: {key: time.monotonic() once COMMIT had returned}."""
+    with psycopg.connect(COORDINATOR, autocommit=True) as conn:
+        conn.execute("INSERT INTO %s SELECT unnest(%%s::text[])" % table, [keys])
+    at = time.monotonic()
+    return {key: at for key in keys}
+
+
+def as_of(follower):
+    """The time a SharedCitusIndexFollower's answers are as of (its listing's and its copies')."""
+    return min([follower._listed_at] + [index._refreshed_at for index in follower._active])
+
+
+@citus
+def test_shared_processes_share_each_shard_copy(cluster, tmp_path):
+    """Two processes (spawned) follow the table's index with SharedCitusIndexFollower: one copy
+    per shard index (a store each), the first process writing every copy and the second reading
+    them; every committed key answers True in both within max_lag and slack, none is ever a false
+    negative; the writer's SIGKILL has the other take every copy over."""
+    from shared_workers import Workers
+
+    admin = cluster[0]
+    table, index = shared_table(admin)
+    directory = str(tmp_path / "copies")
+    workers = Workers("citus", {"coordinator": COORDINATOR, "index": index, "directory": directory,
+                                "shards_interval": 0.5}, SHARED_INTERVAL, SHARED_MAX_LAG)
+    workers.committed.update({"s-user%d@mail.com" % i: time.monotonic() for i in range(1, 2001)})
+    try:
+        first, = workers.start()
+        second, = workers.start()
+        assert workers.roles() == {first: [True] * 8, second: [False] * 8}
+        assert len(os.listdir(directory)) == 8, "one store per shard index"
+
+        def round_(tag):
+            at = commit_keys(table, ["s-%s%d.%s@mail.com" % (tag, i, uuid.uuid4().hex[:6]) for i in range(40)])
+            workers.commit(at)
+            return workers.wait_all_true(max(at.values()), SHARED_BOUND)
+
+        lags = [round_("a")]
+        workers.kill(first)
+        lags.append(round_("b"))
+        assert workers.roles() == {second: [True] * 8}
+        assert len(os.listdir(directory)) == 8
+        diagnostic("shared mode: every key found within %.2f s and %.2f s (the writer killed)" % tuple(lags))
+        assert max(lags) < SHARED_BOUND
+    finally:
+        for pid, (examples, false_negatives, checks, rounds, _) in workers.stop().items():
+            assert false_negatives == 0, (pid, examples)
+            assert rounds > 20 and checks > 1000, (pid, rounds, checks)
+        admin.execute("DROP TABLE IF EXISTS %s" % table)
+
+
+@citus
+def test_shared_reader_past_max_lag_answers_true(cluster, tmp_path):
+    """A reader whose writer (another process, stopped) holds the locks but refreshes no more:
+    past max_lag every answer is True, its listing fresh; fresh again once the writer goes on,
+    and it takes every copy over once the writer is killed."""
+    from shared_workers import Workers
+
+    admin = cluster[0]
+    table, index = shared_table(admin)
+    directory = str(tmp_path / "copies")
+    workers = Workers("citus", {"coordinator": COORDINATOR, "index": index, "directory": directory,
+                                "shards_interval": 0.5}, SHARED_INTERVAL, SHARED_MAX_LAG)
+    writer, = workers.start()
+    reader = SharedCitusIndexFollower(COORDINATOR, index, background=False, shards_interval=0.1,
+                                      max_lag=0.5, directory=directory)
+    stopped = False
+    try:
+        copies = reader._active
+        assert len(copies) == 8 and not any(copy.writer for copy in copies)
+        ghosts = ["s-ghost%d.%s@mail.com" % (i, uuid.uuid4().hex[:6]) for i in range(400)]
+        absent = [key for key in ghosts if not reader.contains(key)]
+        assert len(absent) > 350
+        os.kill(writer, signal.SIGSTOP)
+        stopped = True
+        time.sleep(0.8)
+        reader.refresh()  # the listing read again, the copies as of the writer's last refresh
+        assert time.monotonic() - reader._listed_at < 0.5 and reader.lag > 0.5
+        assert not reader.is_fresh() and not any(copy.writer for copy in reader._active)
+        assert all(reader.contains_many(absent))
+        assert all(reader.contains(key) for key in absent)
+        os.kill(writer, signal.SIGCONT)
+        stopped = False
+        time.sleep(0.3)
+        reader.refresh()
+        assert reader.is_fresh() and not all(reader.contains_many(absent))
+        workers.kill(writer)
+        reader.refresh()
+        assert all(copy.writer for copy in reader._active) and len(reader._active) == 8
+        assert reader.is_fresh() and reader.contains_many(["s-user%d@mail.com" % i for i in range(1, 2001)]) \
+            == [True] * 2000
+    finally:
+        if stopped:
+            os.kill(writer, signal.SIGCONT)
+        reader.close()
+        workers.stop()
+        admin.execute("DROP TABLE IF EXISTS %s" % table)
+
+
+@citus
+def test_shared_copy_as_of_no_earlier_than_the_listing(cluster, tmp_path):
+    """A copy written by a process whose listing is old is never taken as of a time before the
+    listing that adds its placement. The writer's listing has shard X on node B; X moves to A
+    (its old placement on B kept until the cleanup), keys are committed (X's into A), the writer
+    refreshes its copies (X's from the old placement, without them), the old placement is
+    dropped and X moved back to B (with them). A new follower, listing X on B, waits for a
+    refresh of that copy begun after it started (the writer's, which reads the new index whole):
+    every key committed before its answers' time answers True."""
+    admin = cluster[0]
+    table, index = shared_table(admin, shards=4)
+    directory = str(tmp_path / "copies")
+    writer = SharedCitusIndexFollower(COORDINATOR, index, background=False, directory=directory)
+    refreshing, done = threading.Event(), threading.Event()
+    try:
+        moved, b_host, b_port = admin.execute(
+            "SELECT shardid, nodename, nodeport FROM citus_shards WHERE table_name = %s::regclass "
+            "ORDER BY shardid LIMIT 1", [table]).fetchone()
+        a_host, a_port = admin.execute(
+            "SELECT nodename, nodeport FROM pg_dist_node WHERE isactive AND noderole = 'primary' "
+            "AND shouldhaveshards AND (nodename, nodeport) <> (%s, %s) ORDER BY nodeport LIMIT 1",
+            [b_host, b_port]).fetchone()
+        move = ("SELECT citus_move_shard_placement(%s, %s, %s, %s, %s, "
+                "shard_transfer_mode := 'block_writes')")
+        admin.execute(move, [moved, b_host, b_port, a_host, a_port])
+        committed = commit_keys(table, ["s-late%d@mail.com" % i for i in range(200)])
+        in_moved = [row[0] for row in admin.execute(
+            "SELECT k FROM unnest(%s::text[]) k WHERE get_shard_id_for_distribution_column(%s, k) = %s",
+            [list(committed), table, moved])]
+        assert in_moved, "no key in shard %d" % moved
+        for node in writer.nodes:
+            node.follower.refresh()
+        admin.execute("CALL citus_cleanup_orphaned_resources()")
+        admin.execute(move, [moved, a_host, a_port, b_host, b_port])
+
+        def refresh_later():
+            # The writer's copies refreshed again only once the new follower has started.
+            if refreshing.wait(30):
+                time.sleep(1.0)
+                while not done.is_set():
+                    for node in writer.nodes:
+                        try:
+                            node.follower.refresh()
+                        except Exception:
+                            pass
+                    time.sleep(0.05)
+
+        thread = threading.Thread(target=refresh_later, daemon=True)
+        thread.start()
+        refreshing.set()
+        with SharedCitusIndexFollower(COORDINATOR, index, background=False, directory=directory,
+                                      timeout=20) as reader:
+            assert not any(copy.writer for copy in reader._active)
+            at = as_of(reader)
+            assert at > max(committed.values())
+            missing = [key for key, found in zip(committed, reader.contains_many(list(committed)))
+                       if not found]
+            assert missing == [], "false negatives (%d in shard %d) as of %.2f s after they were committed" % (
+                len(missing), moved, at - max(committed.values()))
+    finally:
+        done.set()
+        refreshing.set()
+        writer.close()
+        admin.execute("DROP TABLE IF EXISTS %s" % table)
+        admin.execute("CALL citus_cleanup_orphaned_resources()")
+
+
 # -- without Citus ---------------------------------------------------------------------------
 
 
@@ -439,3 +631,44 @@ def test_node_follower_follow(conn, dsn):
             follower.follow([])
     finally:
         follower.close()
+
+
+@pytest.mark.server
+def test_shared_node_follower_follow(conn, dsn, tmp_path):
+    """The shared mode's node follower: a store per index, opened as follow() adds the index (a
+    second follower a reader of it) and closed as it drops it (the last follower's close removes
+    the store's files); an index that cannot be followed refused, the others kept."""
+    suffix = uuid.uuid4().hex[:10]
+    names = []
+    for n in range(3):
+        table = "s%d_%s" % (n, suffix)
+        conn.execute("CREATE TABLE %s (email text)" % table)
+        conn.execute("INSERT INTO %s SELECT 's%d.' || i FROM generate_series(1, 100) i" % (table, n))
+        conn.execute("CREATE INDEX %s_bloom ON %s USING bloomfilter (email)" % (table, table))
+        names.append(table + "_bloom")
+    directory = str(tmp_path / "copies")
+    first = _SharedCitusNode(dsn, names[:1], 0.05, True, None, None, directory, 10.0)
+    second = _SharedCitusNode(dsn, names[:1], 0.05, False, None, None, directory, 10.0)
+    try:
+        assert first.indexes[names[0]].writer and not second.indexes[names[0]].writer
+        assert len(os.listdir(directory)) == 1
+        first.follow(names)
+        second.follow(names)
+        assert len(os.listdir(directory)) == 3
+        assert all(first.indexes[name].writer and not second.indexes[name].writer for name in names)
+        assert all(second.indexes[names[n]].contains("s%d.7" % n) for n in range(3))
+        with pytest.raises(psycopg.Error):
+            second.follow(names + ["missing_%s" % suffix])
+        assert list(second.indexes) == names and len(os.listdir(directory)) == 3
+        first.follow(names[1:])
+        second.follow(names[1:])
+        assert sorted(os.listdir(directory)) == sorted(
+            os.path.basename(second.indexes[name].path) for name in names[1:]), "the dropped one's removed"
+        conn.execute("INSERT INTO s2_%s VALUES ('late')" % suffix)
+        time.sleep(0.3)
+        second.refresh()
+        assert second.indexes[names[2]].contains("late")
+        assert second._conn is None, "a reader holds no connection"
+    finally:
+        first.close()
+        second.close()
