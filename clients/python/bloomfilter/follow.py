@@ -645,14 +645,15 @@ class _Index:
             keys = list(keys)
         f, key_type, transform = self._state_value
         self._checks += len(keys)
+        # With the compiled check, this method in C where it answers as below (None: not there,
+        # a key of another type, an error or past the bound).
+        if self._fast is not None:
+            answers = self._fast.contains_many(keys)
+            if answers is not None:
+                return answers
         maybe = ()
         if isinstance(key_type, _Composite):
-            # With the compiled check, the batch below in C (None: not here, an error or past
-            # the bound), else a loop of composite_hash and the pure-Python check.
-            if self._fast is not None:
-                answers = self._fast.composite_many(keys)
-                if answers is not None:
-                    return answers
+            # A loop of composite_hash and the pure-Python check.
             hashes = [_maybe_hash(key_type, key) for key in keys]
             if self._max_lag is not None and time.monotonic() - self._refreshed_at_value > self._max_lag:
                 self._stale()

@@ -94,8 +94,8 @@ def test_expression_index_falls_back():
 TYPES = ["text", "integer", "uuid", "bytea", "smallint", "bigint"]
 
 
-def composite_filter(keys):
-    f = Filter.empty(20000, 0.01)
+def composite_filter(keys, capacity=20000):
+    f = Filter.empty(capacity, 0.01)
     for key in keys:
         h = composite_hash(key)
         base = 36 + ((h * f.blocks) >> 64) * (1 << (f.block_log2 - 3))
@@ -264,6 +264,49 @@ def test_composite_batch_equals_python():
     assert outcome(checked.contains_many, [("a", 2 ** 31)]) == outcome(python.contains_many, [("a", 2 ** 31)])
 
 
+@pytest.mark.parametrize("key_type", KEY_TYPES, ids=lambda t: getattr(t, "__name__", "None"))
+def test_batch_in_c_equals_python(key_type):
+    """contains_many in C (FollowerCheck.contains_many) for every key kind, on a layered value
+    large enough to be checked in the order of its keys' blocks: the Python method's answers,
+    and its errors (the keys handed back to it); True past max_lag, from the method."""
+    added = keys_of_every_type(15000, seed=46)
+    f = Filter.from_bytes(layered_value(60_000, 0.01, 2, 4, added))
+    keys = [key for key in added + keys_of_every_type(15000, seed=47)
+            if key_type is None or type(key) is key_type]
+    random.Random(47).shuffle(keys)
+    assert len(keys) >= 4096  # checked in the order of their blocks
+    checked = follower(f, key_type, max_lag=30.0)
+    python = follower(f, key_type, max_lag=30.0)
+    python._fast = None
+    expected = [python.contains(key) for key in keys]
+    assert 0.3 < sum(expected) / len(keys) < 0.7
+    for batch in (keys, tuple(keys), keys[:100]):
+        assert checked._fast.contains_many(batch) == expected[:len(batch)]
+        assert checked.contains_many(batch) == python.contains_many(batch) == expected[:len(batch)]
+    odd = [key for key in odd_keys() + REFUSED if key_type is None or type(key) is not key_type]
+    for key in odd:
+        batch = keys[:5000] + [key] + keys[5000:]
+        assert outcome(checked.contains_many, batch) == outcome(python.contains_many, batch)
+    checked._refreshed_at = python._refreshed_at = time.monotonic() - 31
+    checked._stale_warned = python._stale_warned = True
+    assert checked._fast.contains_many(keys) is None
+    assert checked.contains_many(keys) == [True] * len(keys)
+
+
+def test_composite_batch_sorted_by_block_equals_python():
+    """Composite keys in a batch checked in the order of their blocks (a 360 KB value): the
+    Python method's answers."""
+    rng = random.Random(6)
+    good = [("t%d" % rng.randrange(30000), rng.randrange(-2 ** 31, 2 ** 31)) for _ in range(12000)]
+    f = composite_filter(good[::2], capacity=300_000)
+    checked = follower(f, _Composite("t_bloom", ["text", "integer"]), max_lag=30.0)
+    python = follower(f, _Composite("t_bloom", ["text", "integer"]), max_lag=30.0)
+    python._fast = None
+    expected = [python.contains(key) for key in good]
+    assert 0.4 < sum(expected) / len(good) < 0.6
+    assert checked._fast.contains_many(good) == python.contains_many(good) == expected
+
+
 def test_composite_with_an_expression_column_falls_back():
     """Key rules the C check does not apply (a column's transform, a type it does not know):
     every key through the Python method."""
@@ -323,6 +366,6 @@ def test_rules_changed_during_a_key():
     check.set_state(old._native, 6, three)
     assert check.contains((switching, "a", "b")) in (True, "fallback")
     check.set_state(old._native, 6, three)
-    assert check.composite_many([(switching, "a", "b")]) in ([True], None)
+    assert check.contains_many([(switching, "a", "b")]) in ([True], None)
     check.set_state(old._native, 6, three)
     assert check.contains(key) is True

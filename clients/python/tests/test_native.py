@@ -145,6 +145,35 @@ def test_answers_equal_python(name, data, added, monkeypatch):
         assert [compiled._contains_generic(key) for key in keys[:3000]] == expected[:3000]
 
 
+def large_values():
+    """(name, bytes, keys added) of at least 256 KB: a batch of 4,096 keys or more on a version 2
+    or layered one is checked in the order of its keys' blocks (native.cpp's by_block)."""
+    added = keys_of_every_type(12000, seed=44)
+    values = [("v%d-300000" % version, Filter.empty(300_000, 0.01, version=version).update(added).to_bytes(),
+               added) for version in (1, 2)]
+    values.append(("layered-4", layered_value(60_000, 0.01, 2, 4, added), added))
+    return values
+
+
+LARGE = large_values()
+
+
+@pytest.mark.parametrize("name,data,added", LARGE, ids=[v[0] for v in LARGE])
+def test_large_batch_equals_single(name, data, added):
+    """Batches of 4,096 keys and more on values of 256 KB and more (sorted by block), one key
+    short of that (in chunks), with the keys of every kind: each answer is its key's own."""
+    compiled, python = both(data)
+    assert len(data) >= 256 * 1024
+    keys = added + keys_of_every_type(12000, seed=45) + odd_keys()
+    random.Random(45).shuffle(keys)
+    expected = [python.contains(key) for key in keys]
+    assert 0.4 < sum(expected) / len(keys) < 0.6
+    assert [compiled.contains(key) for key in keys] == expected
+    for count in (len(keys), 4096, 4095, 5000):
+        assert compiled.contains_many(keys[:count]) == expected[:count]
+        assert compiled.contains_many(keys[-count:]) == expected[-count:]
+
+
 REFUSING = FORMATS[:2] + FORMATS[-5:-3]
 
 
