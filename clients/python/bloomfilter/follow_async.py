@@ -126,10 +126,7 @@ class AsyncIndexFollower(_follow._Index):
                     await self._open()
                 if not self._prepared:
                     await self._prepare_connection()
-                if self._state is None or self._lsn is None:
-                    await self._load()
-                else:
-                    await self._apply_changes()
+                await self._refresh_index()
             except Exception as error:
                 self._failed(error)
                 if self._connection_lost():
@@ -139,6 +136,14 @@ class AsyncIndexFollower(_follow._Index):
             if self._capacity_due():
                 for _ in self._capacity_steps():
                     await asyncio.sleep(0)  # the loop runs between slices of blocks
+
+    async def _refresh_index(self):
+        """Reads the filter whole, or the changes since the last refresh, on a prepared
+        connection."""
+        if self._state is None or self._lsn is None:
+            await self._load()
+        else:
+            await self._apply_changes()
 
     async def _run(self):
         next_start = time.monotonic() + self.interval

@@ -53,7 +53,8 @@ SharedShardedIndexFollower (a SharedIndexFollower per shard; the identity includ
 its system identifier and the address and port it accepted the connection on, so shards with
 the same database, OID and index name never share a copy, even behind one pooler address) and
 SharedAsyncIndexFollower (the writer reads through the async connection, psycopg's or
-asyncpg's; a new async writer reads the filter whole) and SharedCitusIndexFollower (a copy per
+asyncpg's; a new async writer goes on from the generation it maps, as a sync one) and
+SharedCitusIndexFollower (a copy per
 shard index of a Citus table, its store opened as the listing adds its placement and closed as
 it drops it). Given `directory`, each copy's directory is made in it, named from its identity;
 followers of one index in one directory share its copy whatever their class.
@@ -740,29 +741,37 @@ class _SharedCopy(_Index):
     def _refresh_index(self):
         if self._adopting:
             self._adopting = False
-            self._adopt()
+            adoption = self._adoption()
+            if adoption is not None:
+                self._note_position(force=True)
+                self._adopt(*adoption)
         _Index._refresh_index(self)
         self._note_position()
 
-    def _adopt(self):
-        """A new writer goes on from the current generation, the one it maps, where the last
-        writer published it may (its position): it maps it for writing and asks the changes since
-        that LSN, so the next refresh moves the pages changed since, not the whole filter. Only
-        when that LSN means the same here: the position is the server's now (the same postmaster:
-        its start time; another server, a standby promoted or a restore, reads the filter whole),
-        and it is no later than the WAL the server had flushed when the last writer looked (a
-        crash loses unflushed WAL, and the server writes new records at those positions again).
-        The first changes check the copy's header and OID as every refresh does (another index,
-        new parameters, a new layer: read whole). Leaves _lsn None (read whole) otherwise."""
+    def _adoption(self):
+        """(generation, LSN, server) a new writer may go on from: the current generation, the
+        one it maps, where the last writer published it may (its position); None when there is
+        none. _adopt then checks that LSN against the server."""
         generation = self._generation
         if generation is None or self._store.current_number() != generation.number:
-            return
+            return None
         # No one else writes it now: read once (seq odd is a writer killed while it wrote).
         _, _, retired, _, lsn, server = _read_state(generation.header, position=True, tries=1)
         if retired or not lsn or not server:
-            return
-        self._note_position(force=True)
-        if self._durable[1] != server:
+            return None
+        return generation, lsn, server
+
+    def _adopt(self, generation, lsn, server):
+        """A new writer goes on from `generation` at `lsn` (_adoption): it maps it for writing
+        and asks the changes since that LSN, so the next refresh moves the pages changed since,
+        not the whole filter. Only when that LSN means the same here: the position is the
+        server's now (the same postmaster: its start time, noted by _note_position just before;
+        another server, a standby promoted or a restore, reads the filter whole), and it is no
+        later than the WAL the server had flushed when the last writer looked (a crash loses
+        unflushed WAL, and the server writes new records at those positions again). The first
+        changes check the copy's header and OID as every refresh does (another index, new
+        parameters, a new layer: read whole). Leaves _lsn None (read whole) otherwise."""
+        if self._durable is None or self._durable[1] != server:
             return
         writable = self._store.open_generation(generation.number, writable=True)
         if writable is None or _read_state(writable.header, True, 1)[4:] != (lsn, server):
@@ -777,23 +786,33 @@ class _SharedCopy(_Index):
         _log.info("shared follower of %s: took over generation %d, from LSN %s",
                   self.index_name, writable.number, self._lsn)
 
-    def _note_position(self, force=False):
-        """Reads the server's start and flushed WAL position (at most once a second, and once
-        on each connection), for _position and _adopt. A query refused (not the connection
-        lost) leaves none: a new writer then reads the filter whole."""
-        owner = self._connection_owner  # the follower whose connection this index's queries use
-        now = time.monotonic()
+    def _position_due(self, force):
+        """Whether _note_position reads the server's position now: at most once a second, and
+        once on each connection."""
         durable = self._durable
-        if (not force and durable is not None and durable[0] == owner.backend_pid
-                and now - durable[3] < 1.0):
+        return (force or durable is None or durable[0] != self._connection_owner.backend_pid
+                or time.monotonic() - durable[3] >= 1.0)
+
+    def _position_noted(self, rows):
+        """Keeps the server's start and flushed WAL position from _POSITION_QUERY's rows (None:
+        the query was refused, and a new writer then reads the filter whole)."""
+        (server, flushed), = rows or [(0, None)]
+        self._durable = (self._connection_owner.backend_pid, int(server or 0), _lsn_int(flushed),
+                         time.monotonic())
+
+    def _note_position(self, force=False):
+        """Reads the server's start and flushed WAL position (_position_due), for _position and
+        _adopt. A query refused (not the connection lost) leaves none."""
+        if not self._position_due(force):
             return
+        owner = self._connection_owner  # the follower whose connection this index's queries use
         try:
-            (server, flushed), = self._query(_POSITION_QUERY, [])
+            rows = self._query(_POSITION_QUERY, [])
         except Exception:
             if owner._conn is None or owner._connection_lost():
                 raise
-            server, flushed = 0, None
-        self._durable = (owner.backend_pid, int(server or 0), _lsn_int(flushed), now)
+            rows = None
+        self._position_noted(rows)
 
     def _position(self):
         """(LSN, server's start) a new writer may go on from: the copy holds every change up to
@@ -1226,7 +1245,10 @@ class SharedAsyncIndexFollower(_SharedCopy, AsyncIndexFollower):
     SharedIndexFollower's: the writer follows the index on the async connection (psycopg's
     AsyncConnection or asyncpg) from its task; a reader maps the copy, holds no connection and
     takes in the writer's refreshes from its task (it closes the connection once it has mapped
-    the copy, unless it could not open another: an asyncpg connection given as it is). The
+    the copy, unless it could not open another: an asyncpg connection given as it is). A reader
+    that takes over goes on from the generation it maps where it can, as a
+    SharedIndexFollower's does, and an async writer publishes the position another may go on
+    from. The
     arguments are AsyncIndexFollower's, and (by keyword) SharedIndexFollower's path, directory
     and timeout; `async with` or `await start()`, and `await aclose()`.
     """
@@ -1280,6 +1302,29 @@ class SharedAsyncIndexFollower(_SharedCopy, AsyncIndexFollower):
             self._sync()  # as of the writer's refresh, never of this one's start
             if self._connect is not None:  # else kept: it could not open another to take over
                 await self._close_connection()
+
+    async def _refresh_index(self):
+        # _SharedCopy's, with the async connection's queries: a new writer adopts the generation
+        # it maps when it can, and the writer notes the server's position for the next one.
+        if self._adopting:
+            self._adopting = False
+            adoption = self._adoption()
+            if adoption is not None:
+                await self._note_position_async(force=True)
+                self._adopt(*adoption)
+        await AsyncIndexFollower._refresh_index(self)
+        await self._note_position_async()
+
+    async def _note_position_async(self, force=False):
+        if not self._position_due(force):
+            return
+        try:
+            rows = await self._query(_POSITION_QUERY, [])
+        except Exception:
+            if self._conn is None or self._connection_lost():
+                raise
+            rows = None
+        self._position_noted(rows)
 
     async def _load(self):
         if not self.writer:

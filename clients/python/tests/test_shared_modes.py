@@ -334,10 +334,14 @@ def test_async_processes_share_one_copy(conn, dsn, tmp_path, driver):
             return workers.wait_all_true(max(at.values()), BOUND)
 
         lags = [round_("a")]
-        conn.execute("REINDEX INDEX %s" % index)  # a new generation, written by the async writer
+        conn.execute("REINDEX INDEX %s" % index)  # a rebuild, followed by the async writer
         lags.append(round_("rebuilt"))
+        before = workers.call(second, "ask", [])[3][0]["generation"]
         workers.kill(first)
         lags.append(round_("b"))
+        # The new writer went on from the generation the async writer published its position in.
+        (taken,) = workers.call(second, "ask", [])[3]
+        assert taken["writer"] and taken["adoptions"] == 1 and taken["generation"] == before
         third, = workers.start(1)
         assert workers.roles() == {second: [True], third: [False]}
         lags.append(round_("c"))
@@ -350,7 +354,8 @@ def test_async_processes_share_one_copy(conn, dsn, tmp_path, driver):
 def test_async_reader_past_max_lag_answers_true(conn, dsn, tmp_path, driver):
     """A SharedAsyncIndexFollower reading a copy whose writer (a SharedIndexFollower of the
     same index) refreshes no more answers True past max_lag, holds no connection, and takes
-    over once the writer closes, reading the filter through its async connection."""
+    over once the writer closes, going on from the generation it maps through its async
+    connection (the changes since the writer's position, not the whole filter)."""
     directory = str(tmp_path / "copies")
     table, index = make_index(conn)
     if driver == "asyncpg":
@@ -375,10 +380,15 @@ def test_async_reader_past_max_lag_answers_true(conn, dsn, tmp_path, driver):
             writer.refresh()
             await reader.refresh()
             assert reader.is_fresh() and reader.contains("late@mail.com")
+            conn.execute("INSERT INTO %s VALUES ('later@mail.com')" % table)
             writer.close()
+            reloads = reader.reloads
             await reader.refresh()
             assert reader.writer and reader.is_fresh() and reader._conn is not None
-            assert reader.stats()["generation"] == 2 and reader.contains("late@mail.com")
+            assert reader.stats()["generation"] == 1 and reader.stats()["adoptions"] == 1
+            assert reader.reloads == reloads and reader.last_rows < 10
+            assert reader.last_bytes < len(reader.filter.to_bytes()) / 4
+            assert reader.contains("late@mail.com") and reader.contains("later@mail.com")
             assert not all(reader.contains_many(absent))
         assert reader._store is None
 
