@@ -89,6 +89,33 @@ struct KeyBytes {
     uint8_t word[8];
 };
 
+// An exact int's value: true when it fits a long long (no error set either way). An int of
+// one digit is read in place, a call saved on the common key; any other through
+// PyLong_AsLongLongAndOverflow.
+inline bool int_value(PyObject *value, long long *out) {
+#if PY_VERSION_HEX >= 0x030C0000
+    PyLongObject *number = reinterpret_cast<PyLongObject *>(value);
+    if (_PyLong_IsCompact(number)) {
+        *out = (long long)_PyLong_CompactValue(number);
+        return true;
+    }
+#else
+    const Py_ssize_t size = Py_SIZE(value);
+    if (size >= -1 && size <= 1) {
+        *out = size * (long long)reinterpret_cast<PyLongObject *>(value)->ob_digit[0];
+        return true;
+    }
+#endif
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (overflow != 0 || (v == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
 // The bytes _core.key_bytes(key) gives, without a call for the common kinds; 0, or -1 with the
 // exception key_bytes raises.
 inline int key_bytes_of(const Checker *self, PyObject *key, KeyBytes *out) {
@@ -115,15 +142,14 @@ inline int key_bytes_of(const Checker *self, PyObject *key, KeyBytes *out) {
         return 0;
     }
     if (type == &PyLong_Type) {
-        int overflow = 0;
-        const long long value = PyLong_AsLongLongAndOverflow(key, &overflow);
-        if (overflow == 0 && !(value == -1 && PyErr_Occurred())) {
+        long long value;
+        if (int_value(key, &value)) {
             bf::store_u64(out->word, uint64_t(value));
             out->data = reinterpret_cast<const char *>(out->word);
             out->length = 8;
             return 0;
         }
-        PyErr_Clear();  // out of the bigint range: key_bytes raises its error
+        // Out of the bigint range: key_bytes raises its error.
     }
     PyObject *held = reinterpret_cast<PyObject *>(type) == uuid_type
                          ? PyObject_GetAttr(key, bytes_name)
@@ -853,14 +879,21 @@ int composite_hash_of(const Rules &rules, PyObject *key, bf::KeyHash *out) {
         const Column &column = rules.columns[n];
         if (column.kind == kind_int) {
             // In the column type's range, the key_bytes of an int: 8 bytes little-endian.
-            if (value_type != &PyLong_Type) return -1;
-            int overflow = 0;
-            const long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
-            if (v == -1 && PyErr_Occurred()) return -1;
-            if (overflow != 0 || v < column.low || v > column.high) return -1;
+            long long v;
+            if (value_type != &PyLong_Type || !int_value(value, &v) || v < column.low ||
+                v > column.high)
+                return -1;
             uint8_t word[8];
             bf::store_u64(word, uint64_t(v));
             composite.add(bf::hash_bytes(bf::kFormatVersion2, word, 8).low);
+            continue;
+        }
+        if (column.kind == kind_str && value_type == &PyUnicode_Type &&
+            PyUnicode_IS_COMPACT_ASCII(value)) {
+            // Its bytes in the object: no call, no Python code.
+            composite.add(bf::hash_bytes(bf::kFormatVersion2, PyUnicode_DATA(value),
+                                         size_t(PyUnicode_GET_LENGTH(value)))
+                              .low);
             continue;
         }
         bool fits;

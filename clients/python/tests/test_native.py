@@ -49,7 +49,8 @@ def odd_keys():
     return ["", "a", "\x00", "\u00e9" * 100, "\U0001F600", "x" * 10000, Text("abc"), Text(""),
             b"", b"abc", bytes(range(256)) * 4, bytearray(b"abc"), bytearray(), memoryview(b"abc"),
             memoryview(b"abcdef")[::2], memoryview(array.array("I", [1, 2, 3])),
-            0, 1, -1, 2 ** 63 - 1, -2 ** 63, 2 ** 31, Number.SEVEN,
+            0, 1, -1, 2 ** 30 - 1, 2 ** 30, -2 ** 30 + 1, -2 ** 30, 2 ** 63 - 1, -2 ** 63, 2 ** 31,
+            Number.SEVEN,
             uuid.UUID(int=0), uuid.UUID(int=_MASK64 << 64 | 1), Id(int=5)]
 
 
