@@ -12,6 +12,7 @@ import psycopg
 import pytest
 
 from bloomfilter.follow import IndexFollower
+from forked import in_a_child
 from gunicorn_workers import ask_every_worker, gunicorn
 
 pytestmark = pytest.mark.server
@@ -60,29 +61,18 @@ def test_os_fork_child_has_its_own_connection_and_thread(conn, dsn):
     follower = IndexFollower(psycopg.connect(dsn), index, interval=INTERVAL)
     try:
         parent_backend = follower.backend_pid
-        read, write = os.pipe()
-        child = os.fork()
-        if child == 0:  # the child: report, then leave without running the parent's cleanups
-            code = 1
-            try:
-                email = next(e for e in ("child%d.%s@mail.com" % (i, uuid.uuid4().hex[:6]) for i in range(100))
-                             if not follower.contains(e))
-                with psycopg.connect(dsn, autocommit=True) as c:
-                    c.execute("INSERT INTO %s VALUES (%%s)" % table, [email])
-                time.sleep(2 * INTERVAL)
-                found = follower.contains(email)
-                os.write(write, ("%d %d %d" % (found, follower.backend_pid or 0,
-                                                  follower._thread is not None
-                                                  and follower._thread.is_alive())).encode())
-                code = 0
-            finally:
-                os._exit(code)
-        os.close(write)
-        _, status = os.waitpid(child, 0)
-        report = os.read(read, 100).decode().split()
-        os.close(read)
+
+        def child():
+            email = next(e for e in ("child%d.%s@mail.com" % (i, uuid.uuid4().hex[:6]) for i in range(100))
+                         if not follower.contains(e))
+            with psycopg.connect(dsn, autocommit=True) as c:
+                c.execute("INSERT INTO %s VALUES (%%s)" % table, [email])
+            time.sleep(2 * INTERVAL)
+            return (follower.contains(email), follower.backend_pid or 0,
+                    follower._thread is not None and follower._thread.is_alive())
+        status, report = in_a_child(child)
         assert status == 0, report
-        found, child_backend, thread_alive = map(int, report)
+        found, child_backend, thread_alive = report
         assert found and thread_alive
         assert child_backend not in (0, parent_backend)
         # The parent's session was not ended by the child.
@@ -105,33 +95,23 @@ def test_fork_without_python_at_fork_handlers_and_max_lag(conn, dsn):
     try:
         parent_backend = follower.backend_pid
         follow._followers.discard(follower)
-        read, write = os.pipe()
-        child = os.fork()
-        if child == 0:
-            code = 1
-            try:
-                email = next(e for e in ("child%d.%s@mail.com" % (i, uuid.uuid4().hex[:6]) for i in range(100))
-                             if not follower.contains(e))  # absent from the copy of fork time
-                with psycopg.connect(dsn, autocommit=True) as c:
-                    c.execute("INSERT INTO %s VALUES (%%s)" % table, [email])
-                stale_before = follower.contains(email)  # the fork-time copy, not yet stale
-                time.sleep(0.5 + 2 * INTERVAL)
-                maybe = follower.contains(email)        # stale: True, and set up again
-                time.sleep(3 * INTERVAL)
-                fresh = follower.is_fresh()
-                ghosts = sum(follower.contains("ghost%d@mail.com" % i) for i in range(200))
-                found = follower.contains(email)
-                os.write(write, ("%d %d %d %d %d %d" % (stale_before, maybe, fresh, ghosts, found,
-                                                        follower.backend_pid or 0)).encode())
-                code = 0
-            finally:
-                os._exit(code)
-        os.close(write)
-        _, status = os.waitpid(child, 0)
-        report = os.read(read, 100).decode().split()
-        os.close(read)
+
+        def child():
+            email = next(e for e in ("child%d.%s@mail.com" % (i, uuid.uuid4().hex[:6]) for i in range(100))
+                         if not follower.contains(e))  # absent from the copy of fork time
+            with psycopg.connect(dsn, autocommit=True) as c:
+                c.execute("INSERT INTO %s VALUES (%%s)" % table, [email])
+            stale_before = follower.contains(email)  # the fork-time copy, not yet stale
+            time.sleep(0.5 + 2 * INTERVAL)
+            maybe = follower.contains(email)        # stale: True, and set up again
+            time.sleep(3 * INTERVAL)
+            fresh = follower.is_fresh()
+            ghosts = sum(follower.contains("ghost%d@mail.com" % i) for i in range(200))
+            return (stale_before, maybe, fresh, ghosts, follower.contains(email),
+                    follower.backend_pid or 0)
+        status, report = in_a_child(child)
         assert status == 0, report
-        stale_before, maybe, fresh, ghosts, found, child_backend = map(int, report)
+        stale_before, maybe, fresh, ghosts, found, child_backend = report
         assert not stale_before  # what the follower fixes: the copy of fork time says absent
         assert maybe and fresh and found and ghosts < 20
         assert child_backend not in (0, parent_backend)

@@ -19,6 +19,7 @@ from bloomfilter.shared import SharedIndexFollower
 from gunicorn_workers import ask_every_worker, gunicorn
 
 from clusters import Cluster
+from forked import in_a_child
 import pgbouncer
 import shared_workers
 from shared_workers import Workers
@@ -354,27 +355,18 @@ def test_forked_child_is_a_reader_of_the_same_mapping(conn, dsn, tmp_path):
     follower = SharedIndexFollower(dsn, index, path=str(tmp_path / "share"), interval=INTERVAL)
     try:
         assert follower.writer
-        read, write = os.pipe()
-        child = os.fork()
-        if child == 0:
-            code = 1
-            try:
-                conn2 = psycopg.connect(dsn, autocommit=True)
-                conn2.execute("INSERT INTO %s VALUES ('child@mail.com')" % table)
-                conn2.close()
-                at = time.monotonic()
-                deadline = at + 5
-                while follower._refreshed_at < at and time.monotonic() < deadline:
-                    time.sleep(INTERVAL)
-                os.write(write, b"%d %d" % (follower.writer, follower.contains("child@mail.com")))
-                code = 0
-            finally:
-                os._exit(code)
-        os.close(write)
-        _, status = os.waitpid(child, 0)
-        report = os.read(read, 100).decode().split()
-        os.close(read)
-        assert status == 0 and report == ["0", "1"], (status, report)
+
+        def child():
+            conn2 = psycopg.connect(dsn, autocommit=True)
+            conn2.execute("INSERT INTO %s VALUES ('child@mail.com')" % table)
+            conn2.close()
+            at = time.monotonic()
+            deadline = at + 5
+            while follower._refreshed_at < at and time.monotonic() < deadline:
+                time.sleep(INTERVAL)
+            return follower.writer, follower.contains("child@mail.com")
+        status, report = in_a_child(child)
+        assert status == 0 and report == [0, 1], (status, report)
         assert follower.writer and follower.contains("child@mail.com")
     finally:
         follower.close()

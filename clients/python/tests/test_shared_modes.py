@@ -19,6 +19,7 @@ from bloomfilter.shared import (SharedAsyncIndexFollower, SharedIndexFollower,
                                 SharedMultiIndexFollower, SharedShardedIndexFollower)
 
 from clusters import Cluster
+from forked import in_a_child
 from shared_workers import Workers
 from test_follow_async import asyncpg_dsn
 
@@ -204,31 +205,21 @@ def test_multi_forked_child_reads_both_copies(conn, dsn, tmp_path):
                                         interval=INTERVAL)
     try:
         assert follower.index(a).writer and follower.index(b).writer
-        read, write = os.pipe()
-        child = os.fork()
-        if child == 0:
-            code = 1
-            try:
-                with psycopg.connect(dsn, autocommit=True) as c:
-                    c.execute("INSERT INTO %s VALUES ('a-child@mail.com')" % ta)
-                    c.execute("INSERT INTO %s VALUES ('b-child@mail.com')" % tb)
-                at = time.monotonic()
-                deadline = at + 5
-                while min(i._refreshed_at for i in follower.indexes.values()) < at \
-                        and time.monotonic() < deadline:
-                    time.sleep(INTERVAL)
-                os.write(write, b"%d %d %d %d %d" % (
-                    follower.index(a).writer, follower.index(b).writer, follower._conn is None,
+
+        def child():
+            with psycopg.connect(dsn, autocommit=True) as c:
+                c.execute("INSERT INTO %s VALUES ('a-child@mail.com')" % ta)
+                c.execute("INSERT INTO %s VALUES ('b-child@mail.com')" % tb)
+            at = time.monotonic()
+            deadline = at + 5
+            while min(i._refreshed_at for i in follower.indexes.values()) < at \
+                    and time.monotonic() < deadline:
+                time.sleep(INTERVAL)
+            return (follower.index(a).writer, follower.index(b).writer, follower._conn is None,
                     follower.index(a).contains("a-child@mail.com"),
-                    follower.index(b).contains("b-child@mail.com")))
-                code = 0
-            finally:
-                os._exit(code)
-        os.close(write)
-        _, status = os.waitpid(child, 0)
-        report = os.read(read, 100).decode().split()
-        os.close(read)
-        assert status == 0 and report == ["0", "0", "1", "1", "1"], (status, report)
+                    follower.index(b).contains("b-child@mail.com"))
+        status, report = in_a_child(child)
+        assert status == 0 and report == [0, 0, 1, 1, 1], (status, report)
         assert follower.index(a).writer and follower.index(b).writer
     finally:
         follower.close()
