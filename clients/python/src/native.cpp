@@ -920,27 +920,32 @@ int composite_hash_of(const Rules &rules, PyObject *key, bf::KeyHash *out) {
     return 0;
 }
 
+// Whether a key is of the exact type a one-column kind (not kind_composite) takes here; kind_any
+// takes any key, as Filter.contains does.
+inline bool fits_kind(int kind, PyObject *key) {
+    PyTypeObject *type = Py_TYPE(key);
+    switch (kind) {
+        case kind_str: return type == &PyUnicode_Type;
+        case kind_bytes: return type == &PyBytes_Type || type == &PyByteArray_Type;
+        case kind_int: return type == &PyLong_Type;
+        case kind_uuid: return reinterpret_cast<PyObject *>(type) == uuid_type;
+        default: return true;
+    }
+}
+
 // A key's hash by `rules` (a kind other than kind_off, their checker held by the caller): the
 // key as the follower's Python method would take it, of the kind's exact type; 0, or -1 when the
-// fallback must answer (an exception set or not).
+// fallback must answer (an exception set: the key's conversion raised it; or not).
 int rules_hash(const Rules &rules, PyObject *key, bf::KeyHash *out) {
-    PyTypeObject *type = Py_TYPE(key);
-    switch (rules.kind) {
-        case kind_composite: return composite_hash_of(rules, key, out);
-        case kind_str:
-            if (type != &PyUnicode_Type) return -1;
-            break;
-        case kind_bytes:
-            if (type != &PyBytes_Type && type != &PyByteArray_Type) return -1;
-            break;
-        case kind_int:
-            if (type != &PyLong_Type) return -1;
-            break;
-        case kind_uuid:
-            if (reinterpret_cast<PyObject *>(type) != uuid_type) return -1;
-            break;
-        default: break;  // kind_any: the key as Filter.contains takes it
+    if (rules.kind == kind_composite) {
+        // Held until hashed: a value's conversion (a uuid.UUID's bytes) runs Python code, which
+        // may drop the key from a batch's list while its values are still to be read.
+        Py_INCREF(key);
+        const int hashed = composite_hash_of(rules, key, out);
+        Py_DECREF(key);
+        return hashed;
     }
+    if (!fits_kind(rules.kind, key)) return -1;
     return hash_key(rules.checker, key, out);
 }
 
@@ -989,7 +994,9 @@ fallback:
 // computes them (every key hashed, then one comparison with the bound, then the checks), or None
 // where that method must answer itself: no key rules here (an expression's), a key that does not
 // fit them (it converts it or raises the error), a copy past its bound (it answers True and
-// warns). Counts no checks: that method has.
+// warns). A one-column key of the exact type whose conversion raises raises here, as that
+// method would raise it (it checks the keys' types, then the bound, then converts them in
+// order), so that no key is converted twice. Counts no checks: that method has.
 PyObject *FollowerCheck_contains_many(FollowerCheck *self, PyObject *keys) {
     if (!follower_ready(self)) return nullptr;
     const Rules rules(self);
@@ -1008,6 +1015,10 @@ PyObject *FollowerCheck_contains_many(FollowerCheck *self, PyObject *keys) {
         PyErr_NoMemory();
         goto done;
     }
+    // The types first, as the method checks them before any key is converted.
+    if (rules.kind != kind_composite)
+        for (Py_ssize_t i = 0; i < count; i++)
+            if (!fits_kind(rules.kind, PySequence_Fast_GET_ITEM(keys, i))) goto fallback;
     if (take_buffer(checker, &view) != 0) goto fallback;
     viewed = true;
     // Every key hashed by the rules the batch began with and checked in their copy; a change of
@@ -1017,8 +1028,13 @@ PyObject *FollowerCheck_contains_many(FollowerCheck *self, PyObject *keys) {
                         // A key's conversion may run Python code, which may change a list.
                         if (i >= PySequence_Fast_GET_SIZE(keys)) return -1;
                         return rules_hash(rules, PySequence_Fast_GET_ITEM(keys, i), h);
-                    }) != 0)
+                    }) != 0) {
+        // A conversion's error is the method's when the rules and bound it would use are these.
+        if (rules.kind != kind_composite && PyErr_Occurred() != nullptr && rules.same(self) &&
+            !(self->bounded && monotonic_seconds() - self->refreshed_at > self->max_lag))
+            goto done;
         goto fallback;
+    }
     if (!rules.same(self)) goto fallback;
     // The bound compared once the keys are hashed, as the method compares it.
     if (self->bounded && monotonic_seconds() - self->refreshed_at > self->max_lag) goto fallback;

@@ -19,7 +19,7 @@ from bloomfilter import Filter, _native_check, composite_hash, key_hash
 from bloomfilter.follow import IndexFollower, _Composite
 
 from test_check import keys_of_every_type
-from test_native import REFUSED, layered_value, odd_keys
+from test_native import REFUSED, layered_value, odd_keys, run_apart
 
 native = _native_check.native
 pytestmark = pytest.mark.skipif(
@@ -305,6 +305,59 @@ def test_composite_batch_sorted_by_block_equals_python():
     expected = [python.contains(key) for key in good]
     assert 0.4 < sum(expected) / len(good) < 0.6
     assert checked._fast.contains_many(good) == python.contains_many(good) == expected
+
+
+def test_composite_key_dropped_during_its_conversion():
+    """A composite key whose UUID column's conversion (Python code) drops the key from the
+    batch's list: the batch holds the key until it is hashed. With Python's debug allocator a
+    freed key's memory is overwritten, and reading it crashes the interpreter."""
+    out = run_apart("""
+        import gc, uuid
+        from bloomfilter import Filter, _native_check
+        check = _native_check.native.FollowerCheck(lambda key: "fallback")
+        check.set_state(Filter.empty(1000)._native, 6, ((5, 0, 0), (2, 0, 0)))  # (uuid, text)
+        for make in (list, tuple):
+            keys = [make([uuid.UUID(int=1), "a" * 40]), make([uuid.UUID(int=2), "b"])]
+            original = uuid.UUID.bytes
+
+            def dropping(self):
+                uuid.UUID.bytes = original
+                keys.clear()  # the only reference to the key being hashed
+                gc.collect()
+                return original.fget(self)
+            uuid.UUID.bytes = property(dropping)
+            print("answers:", check.contains_many(keys))
+    """, env={"PYTHONMALLOC": "debug"})
+    assert out.split("\n")[:2] == ["answers: None", "answers: None"]
+
+
+@pytest.mark.parametrize("key_type", [None, uuid.UUID])
+def test_batch_conversion_error_raised_once(key_type, monkeypatch):
+    """A key whose conversion raises (a UUID's bytes, Python code), in a batch the C check
+    takes: the error of that key, as the Python method raises it, and no key converted twice."""
+    f = filled(["a"])
+    conversions = []
+    original = uuid.UUID.bytes
+
+    def failing(self):
+        conversions.append(self.int)
+        if self.int == 3:
+            raise ValueError("no bytes for %d" % self.int)
+        return original.fget(self)
+    monkeypatch.setattr(uuid.UUID, "bytes", property(failing))
+    batch = [uuid.UUID(int=n) for n in (1, 2, 3, 4, 5)]
+    for fast in (True, False):
+        checked = follower(f, key_type, max_lag=30.0)
+        if not fast:
+            checked._fast = None
+        conversions.clear()
+        with pytest.raises(ValueError, match="no bytes for 3"):
+            checked.contains_many(batch)
+        assert conversions == [1, 2, 3], fast
+    # Past max_lag the Python method answers True without converting the keys it takes.
+    checked = follower(f, key_type, max_lag=30.0, refreshed_at=time.monotonic() - 31)
+    checked._stale_warned = True
+    assert checked.contains_many(batch) == [True] * 5
 
 
 def test_composite_with_an_expression_column_falls_back():

@@ -294,11 +294,11 @@ def test_checker_misuse():
     assert odd.contains("plain") is False
 
 
-def run_apart(code):
-    """Runs code in a fresh interpreter, so that a crash fails the test, not the run; its
-    output."""
+def run_apart(code, env=None):
+    """Runs code in a fresh interpreter (with env's variables added to the environment), so that
+    a crash fails the test, not the run; its output."""
     run = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                         text=True, timeout=300,
+                         text=True, timeout=300, env=dict(os.environ, **(env or {})),
                          cwd=os.path.join(os.path.dirname(__file__), ".."))
     assert run.returncode == 0, (run.returncode, run.stdout, run.stderr[-2000:])
     return run.stdout
