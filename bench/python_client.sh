@@ -29,7 +29,9 @@
 # (8, a pgbench run), BENCH_LOOKUP_ROUNDS (5 rounds that count), BENCH_ROUND_SPREAD (1.3: where
 # the kernel gives no CPU pressure figures, how much slower than its best round the check may be
 # in a round that counts), BENCH_FOLLOWER_INSERTS (10000), BENCH_PGBOUNCER_SECONDS (1, a round of
-# checks through PgBouncer), BENCH_SPEED_SECONDS (1, a pass of checks in the speed section).
+# checks through PgBouncer), BENCH_SPEED_SECONDS (1, a pass of checks in the speed section),
+# BENCH_SHARED_CAPACITY (100000000, the capacity of the index the gunicorn workers follow; at
+# 870000000 its filter is about 1 GB).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-/usr/bin/python3}
@@ -48,13 +50,16 @@ cluster_start python_bench "max_connections = 40"
 export CLUSTER_ROOT BLOOM_TEST_USER
 export BENCH_PGBENCH=$($PG_CONFIG --bindir)/pgbench
 sql() { psql -X -q -v ON_ERROR_STOP=1 -At "$@"; }
+# The capacity of the index the workers follow in the memory section (100M keys: 120 MB).
+SHARED_CAPACITY=${BENCH_SHARED_CAPACITY:-100000000}
+[[ $SHARED_CAPACITY =~ ^[1-9][0-9]*$ ]] || { echo "bench: BENCH_SHARED_CAPACITY must be a number" >&2; exit 1; }
 
 echo "machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
 # The keys are text: the decimal digits of n, present for n < 1000000. pgbench's variables are
 # numbers, and in -M prepared it sends one as the text parameter $1, so the SQL lookups get the
 # same keys as Filter.contains, as an application would send them (a text parameter, no
 # expression around it). Filter 2 holds the same numbers as user<n>@mail.com, for comparison.
-sql <<'SQL'
+sql -v shared_capacity="$SHARED_CAPACITY" <<'SQL'
 CREATE EXTENSION bloomfilter;
 CREATE TABLE users (id integer PRIMARY KEY, email text NOT NULL UNIQUE);
 INSERT INTO users SELECT i, i::text FROM generate_series(0, 999999) AS i;
@@ -72,12 +77,13 @@ INSERT INTO pairs SELECT i, i::text FROM generate_series(0, 999999) AS i;
 CREATE INDEX pairs_bloom ON pairs USING bloomfilter (id, email)
   WITH (capacity = 1000000, error_rate = 0.01);
 VACUUM (FREEZE, ANALYZE) users, filters, pairs;
--- A large index (a 120 MB filter, built in well under a second on an empty-ish table), for the
--- memory of 8 gunicorn workers following it, each with its own copy or one shared copy.
+-- A large index (at the default capacity of 100M a 120 MB filter, built in well under a second on
+-- an empty-ish table), for the memory of 8 gunicorn workers following it, each with its own copy
+-- or one shared copy.
 CREATE TABLE big (email text NOT NULL);
 INSERT INTO big SELECT i::text FROM generate_series(0, 99999) AS i;
 CREATE INDEX big_email_bloom ON big USING bloomfilter (email)
-  WITH (capacity = 100000000, error_rate = 0.01, expansion = 0);
+  WITH (capacity = :shared_capacity, error_rate = 0.01, expansion = 0);
 -- Four tables with an index each, for a MultiIndexFollower of the four on one connection.
 SELECT format('CREATE TABLE multi%s (id bigserial PRIMARY KEY, email text NOT NULL UNIQUE)', n),
        format('CREATE INDEX multi%s_email_bloom ON multi%s USING bloomfilter (email) WITH (capacity = 100000)', n, n)
