@@ -1,6 +1,9 @@
 # Minimal Debian roots for tests that need a machine of their own: made once with debootstrap and
 # kept in a cache directory, entered with chroot, and left as found. Source this file, then:
-#   chroot_make_root SUITE DIR LOG [PACKAGE ...]   debootstrap --variant=minbase, unless DIR exists
+#   chroot_make_root [--arch=ARCH] SUITE DIR LOG [PACKAGE ...]
+#                                                  debootstrap --variant=minbase, unless DIR exists;
+#                                                  ARCH (e.g. arm64) another architecture than this
+#                                                  machine's, run through its binfmt_misc handler
 #   chroot_mount_system ROOT                       /proc, /sys, /dev, /dev/pts, /dev/shm inside ROOT
 #   chroot_mount KIND|bind SOURCE TARGET [OPTIONS] one more mount, undone by chroot_cleanup
 #   chroot_cleanup                                 kills what still runs inside the roots that were
@@ -25,8 +28,11 @@ debian_mirror() {
 
 # Makes DIR with debootstrap (minbase, plus the packages named) when it does not exist yet. The
 # root is made under DIR.partial and renamed when complete, so an interrupted run leaves no root
-# that looks usable.
+# that looks usable. With --arch=ARCH first, a root of that Debian architecture (its programs run
+# by the emulator binfmt_misc names for it, e.g. qemu-user-static's).
 chroot_make_root() {
+  local arch=
+  case ${1:-} in --arch=*) arch=${1#--arch=}; shift ;; esac
   local suite=$1 dir=$2 log=$3 packages mirror partial=$2.partial
   shift 3
   [ -d "$dir" ] && return 0
@@ -42,8 +48,9 @@ chroot_make_root() {
   mkdir -p "$(dirname "$dir")"
   mirror=$(debian_mirror)
   packages=$(IFS=,; echo "$*")
-  echo "making a minimal Debian $suite root${packages:+ with $packages} from $mirror (once; log: $log)"
-  if ! debootstrap --variant=minbase ${packages:+--include="$packages"} "$suite" "$partial" "$mirror" \
+  echo "making a minimal Debian $suite${arch:+ $arch} root${packages:+ with $packages} from $mirror (once; log: $log)"
+  if ! debootstrap --variant=minbase ${arch:+--arch="$arch"} ${packages:+--include="$packages"} \
+         "$suite" "$partial" "$mirror" \
          >"$log" 2>&1; then
     tail -n 20 "$log" >&2
     chroot_die "debootstrap of $suite failed"
