@@ -396,9 +396,12 @@ constexpr size_t kByBlockMinKeys = 4096;
 constexpr uint64_t kByBlockMinBytes = 256 * 1024;
 constexpr uint32_t kRegionLog2 = 13, kMaxRegionBits = 12;
 
+// Slots are 32-bit, and the buffers' sizes must not wrap (a 32-bit size_t).
 inline bool by_block(const Checker *self, Py_ssize_t count) {
     return self->hash_version == bf::kFormatVersion2 && size_t(count) >= kByBlockMinKeys &&
-           uint64_t(count) < (uint64_t(1) << 32) && self->length >= kByBlockMinBytes;
+           uint64_t(count) < (uint64_t(1) << 32) &&
+           size_t(count) <= size_t(PY_SSIZE_T_MAX) / sizeof(uint64_t) &&
+           self->length >= kByBlockMinBytes;
 }
 
 // The batch's keys hashed by hash(i, &h) into lows, counted by region, sorted by region into
