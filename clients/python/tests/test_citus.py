@@ -199,6 +199,19 @@ def test_refusals(cluster):
         CitusIndexFollower(follow, index, shards_interval=1.0, max_lag=1.0)
 
 
+def _first_shard_and_another_node(admin, table):
+    """(shard id, host, port) of the table's first shard, and (host, port) of another primary
+    node that can hold it: a move's arguments."""
+    shard, host, port = admin.execute(
+        "SELECT shardid, nodename, nodeport FROM citus_shards WHERE table_name = %s::regclass "
+        "ORDER BY shardid LIMIT 1", [table]).fetchone()
+    other_host, other_port = admin.execute(
+        "SELECT nodename, nodeport FROM pg_dist_node WHERE isactive AND noderole = 'primary' "
+        "AND shouldhaveshards AND (nodename, nodeport) <> (%s, %s) ORDER BY nodeport LIMIT 1",
+        [host, port]).fetchone()
+    return shard, host, port, other_host, other_port
+
+
 @citus
 def test_shard_moved_under_writers(cluster):
     """A shard moved under 4 writers: every row committed before lag seconds ago found
@@ -256,13 +269,7 @@ def test_shard_moved_under_writers(cluster):
         thread.start()
     try:
         time.sleep(0.5)
-        moved, from_host, from_port = admin.execute(
-            "SELECT shardid, nodename, nodeport FROM citus_shards WHERE table_name = %s::regclass "
-            "ORDER BY shardid LIMIT 1", [table]).fetchone()
-        to_host, to_port = admin.execute(
-            "SELECT nodename, nodeport FROM pg_dist_node WHERE isactive AND noderole = 'primary' "
-            "AND shouldhaveshards AND (nodename, nodeport) <> (%s, %s) ORDER BY nodeport LIMIT 1",
-            [from_host, from_port]).fetchone()
+        moved, from_host, from_port, to_host, to_port = _first_shard_and_another_node(admin, table)
         source, target = "%s:%d" % (from_host, from_port), "%s:%d" % (to_host, to_port)
         started = time.monotonic()
         admin.execute("SELECT citus_move_shard_placement(%s, %s, %s, %s, %s, shard_transfer_mode := 'block_writes')",
@@ -530,13 +537,7 @@ def test_shared_copy_as_of_no_earlier_than_the_listing(cluster, tmp_path):
     writer = SharedCitusIndexFollower(COORDINATOR, index, background=False, directory=directory)
     refreshing, done = threading.Event(), threading.Event()
     try:
-        moved, b_host, b_port = admin.execute(
-            "SELECT shardid, nodename, nodeport FROM citus_shards WHERE table_name = %s::regclass "
-            "ORDER BY shardid LIMIT 1", [table]).fetchone()
-        a_host, a_port = admin.execute(
-            "SELECT nodename, nodeport FROM pg_dist_node WHERE isactive AND noderole = 'primary' "
-            "AND shouldhaveshards AND (nodename, nodeport) <> (%s, %s) ORDER BY nodeport LIMIT 1",
-            [b_host, b_port]).fetchone()
+        moved, b_host, b_port, a_host, a_port = _first_shard_and_another_node(admin, table)
         move = ("SELECT citus_move_shard_placement(%s, %s, %s, %s, %s, "
                 "shard_transfer_mode := 'block_writes')")
         admin.execute(move, [moved, b_host, b_port, a_host, a_port])
@@ -600,18 +601,26 @@ def test_default_node_conninfo(monkeypatch):
     assert calls[-1][0] == {"host": "worker1", "port": "5432", "dbname": "shop", "hostaddr": ""}
 
 
+def _three_indexes(conn, prefix):
+    """Three tables <prefix><n>_<suffix> of 100 keys '<prefix><n>.<i>', each with a bloomfilter
+    index: (suffix, the indexes' names)."""
+    suffix = uuid.uuid4().hex[:10]
+    names = []
+    for n in range(3):
+        table = "%s%d_%s" % (prefix, n, suffix)
+        conn.execute("CREATE TABLE %s (email text)" % table)
+        conn.execute("INSERT INTO %s SELECT '%s%d.' || i FROM generate_series(1, 100) i"
+                     % (table, prefix, n))
+        conn.execute("CREATE INDEX %s_bloom ON %s USING bloomfilter (email)" % (table, table))
+        names.append(table + "_bloom")
+    return suffix, names
+
+
 @pytest.mark.server
 def test_node_follower_follow(conn, dsn):
     """The node's MultiIndexFollower follows new indexes (loaded before follow() returns) and
     drops others; an index that cannot be loaded is refused, with the others kept."""
-    suffix = uuid.uuid4().hex[:10]
-    names = []
-    for n in range(3):
-        table = "t%d_%s" % (n, suffix)
-        conn.execute("CREATE TABLE %s (email text)" % table)
-        conn.execute("INSERT INTO %s SELECT 't%d.' || i FROM generate_series(1, 100) i" % (table, n))
-        conn.execute("CREATE INDEX %s_bloom ON %s USING bloomfilter (email)" % (table, table))
-        names.append(table + "_bloom")
+    suffix, names = _three_indexes(conn, "t")
     follower = _NodeFollower(dsn, names[:1], 0.05, False, None, None)
     try:
         first = follower.indexes[names[0]]
@@ -638,14 +647,7 @@ def test_shared_node_follower_follow(conn, dsn, tmp_path):
     """The shared mode's node follower: a store per index, opened as follow() adds the index (a
     second follower a reader of it) and closed as it drops it (the last follower's close removes
     the store's files); an index that cannot be followed refused, the others kept."""
-    suffix = uuid.uuid4().hex[:10]
-    names = []
-    for n in range(3):
-        table = "s%d_%s" % (n, suffix)
-        conn.execute("CREATE TABLE %s (email text)" % table)
-        conn.execute("INSERT INTO %s SELECT 's%d.' || i FROM generate_series(1, 100) i" % (table, n))
-        conn.execute("CREATE INDEX %s_bloom ON %s USING bloomfilter (email)" % (table, table))
-        names.append(table + "_bloom")
+    suffix, names = _three_indexes(conn, "s")
     directory = str(tmp_path / "copies")
     first = _SharedCitusNode(dsn, names[:1], 0.05, True, None, None, directory, 10.0)
     second = _SharedCitusNode(dsn, names[:1], 0.05, False, None, None, directory, 10.0)
