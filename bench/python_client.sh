@@ -14,8 +14,8 @@
 # against one SharedIndexFollower copy for the host (alone with BENCH_CLIENT_ONLY=shared; needs
 # python3-gunicorn); issue #44's side-by-side rows (alone with BENCH_CLIENT_ONLY=speed): a SQL
 # round trip against the compiled Filter.contains, IndexFollower.contains (with max_lag, and a
-# composite key), the pure-Python check and a frozenset lookup, and each batch per key against
-# its single check;
+# composite key), the pure-Python checks (the Filter's and the followers', as when the issue
+# was filed) and a frozenset lookup, and each batch per key against its single check;
 # the compiled check (bloomfilter._native, built here when python3-dev is installed) against the
 # pure-Python one, a check and a batch's key, on Filter and IndexFollower, side by side (the
 # other sections measure the pure-Python check, as before there was a compiled one).
