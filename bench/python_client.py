@@ -893,8 +893,9 @@ def speed(conn, rounds=ROUNDS):
     assert [composite._contains_python(p) for p in pair_sample] == pair_sql
     assert composite.contains_many(pair_sample) == pair_sql
     print("keys: %d distinct texts of n, n random in [0, 2000000), present for n < 1000000 (%d present); "
-          "composite keys (n, text of n) in pairs_bloom (id integer, email text); compiled block check: %s"
-          % (len(keys), sum(compiled.contains_many(keys)), _native_check.native.check_path()))
+          "composite keys (n, text of n) in pairs_bloom (id integer, email text); compiled block check: %s; "
+          "Filter's batch: %s" % (len(keys), sum(compiled.contains_many(keys)), _native_check.native.check_path(),
+                                  compiled._native.batch_path(len(keys))))
     steps = {
         "sql": lambda: pgbench_us(QUERIES[0][1], LOOKUP_SECONDS) * 1e3,
         "Filter.contains": lambda: loop_ns(compiled.contains, keys, SPEED_SECONDS),

@@ -17,7 +17,8 @@ if os.path.isfile(os.path.join(CORE, "bloom.cpp")):
     extensions.append(Extension(
         "bloomfilter._native",
         sources=["src/native.cpp", "src/core.cpp"],
-        depends=[os.path.join(CORE, "bloom.cpp"), os.path.join(CORE, "bloom.hpp")],
+        depends=["src/register_blocks.hpp", os.path.join(CORE, "bloom.cpp"),
+                 os.path.join(CORE, "bloom.hpp")],
         include_dirs=[os.path.abspath(CORE)],
         language="c++",
         extra_compile_args=["-std=c++17", "-O2"],

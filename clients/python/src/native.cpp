@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "bloom.hpp"
+#include "register_blocks.hpp"
 
 namespace bf = bloomfilter;
 
@@ -404,18 +405,37 @@ inline bool by_block(const Checker *self, Py_ssize_t count) {
            self->length >= kByBlockMinBytes;
 }
 
-// The batch's keys hashed by hash(i, &h) into lows, counted by region, sorted by region into
-// sorted and slots, then checked. 0, or hash's -1 (or -1 with MemoryError).
+// Whether a batch sorted by block is checked by register_blocks: one filter of its 4096-bit
+// blocks (a version 2 value of error rate about 0.01), with enough keys a block, on a CPU
+// that has it.
+inline bool by_registers(const Checker *self, size_t count) {
+    const bf::FilterRef &layer = self->layer[0];
+    return self->count == 1 && layer.version == bf::kFormatVersion2 &&
+           layer.block_log2 == register_blocks::kBlockLog2 &&
+           layer.hashes <= bf::kTabledMultipliers &&
+           count / register_blocks::kMinKeysPerBlock >= layer.blocks &&
+           register_blocks::available();
+}
+
+// The batch's keys hashed by hash(i, &h) into lows, counted by bucket (their region, or their
+// block for register_blocks), sorted by bucket into sorted and slots, then checked. 0, or
+// hash's -1 (or -1 with MemoryError).
 template <typename Hash>
 int check_by_block(const Checker *self, const uint8_t *data, size_t count, bool *found,
                    Hash &&hash) {
     uint32_t bits = 1;
     while (bits < kMaxRegionBits && (self->length >> (bits + kRegionLog2)) > 0) bits++;
-    const uint32_t shift = 64 - bits, regions = uint32_t(1) << bits;
+    const bool registers = by_registers(self, count);
+    const uint32_t shift = 64 - bits, blocks = self->layer[0].blocks;
+    // At most count / kMinKeysPerBlock blocks: no more room than regions would take.
+    const uint32_t buckets = registers ? blocks : uint32_t(1) << bits;
+    auto bucket_of = [registers, shift, blocks](uint64_t h) {
+        return registers ? bf::block_index(h, blocks) : uint32_t(h >> shift);
+    };
     uint64_t *lows = static_cast<uint64_t *>(PyMem_Malloc(sizeof(uint64_t) * count));
     uint64_t *sorted = static_cast<uint64_t *>(PyMem_Malloc(sizeof(uint64_t) * count));
     uint32_t *slots = static_cast<uint32_t *>(PyMem_Malloc(sizeof(uint32_t) * count));
-    uint32_t *next = static_cast<uint32_t *>(PyMem_Calloc(regions + 1, sizeof(uint32_t)));
+    uint32_t *next = static_cast<uint32_t *>(PyMem_Calloc(size_t(buckets) + 1, sizeof(uint32_t)));
     int result = -1;
     if (lows == nullptr || sorted == nullptr || slots == nullptr || next == nullptr) {
         PyErr_NoMemory();
@@ -425,18 +445,24 @@ int check_by_block(const Checker *self, const uint8_t *data, size_t count, bool 
         bf::KeyHash h;
         if (hash(Py_ssize_t(i), &h) != 0) goto done;
         lows[i] = h.low;
-        next[(h.low >> shift) + 1]++;
+        next[bucket_of(h.low) + 1]++;
     }
-    for (uint32_t r = 0; r < regions; r++) next[r + 1] += next[r];
+    for (uint32_t r = 0; r < buckets; r++) next[r + 1] += next[r];
+    // After the sort, next[b] is where bucket b's keys end.
     for (size_t i = 0; i < count; i++) {
-        const uint32_t at = next[lows[i] >> shift]++;
+        const uint32_t at = next[bucket_of(lows[i])]++;
         sorted[at] = lows[i];
         slots[at] = uint32_t(i);
     }
     std::memset(found, 0, count);
-    // The hashes are in sorted now: lows is the checks' list.
-    check_layers(self, data, ByBlock{sorted, slots}, count, found,
-                 reinterpret_cast<uint32_t *>(lows));
+    if (registers) {
+        register_blocks::check(data + self->offset[0], blocks, self->layer[0].hashes, sorted,
+                               slots, next, found);
+    } else {
+        // The hashes are in sorted now: lows is the checks' list.
+        check_layers(self, data, ByBlock{sorted, slots}, count, found,
+                     reinterpret_cast<uint32_t *>(lows));
+    }
     result = 0;
 done:
     PyMem_Free(lows);
@@ -655,6 +681,20 @@ PyObject *Checker_contains_many(Checker *self, PyObject *keys) {
     return answers;
 }
 
+// batch_path(count): how a batch of `count` keys is checked: "registers" (sorted by block,
+// register_blocks), "regions" (sorted by region) or "chunks".
+PyObject *Checker_batch_path(Checker *self, PyObject *value) {
+    if (!ready(self)) return nullptr;
+    const Py_ssize_t count = PyLong_AsSsize_t(value);
+    if (count == -1 && PyErr_Occurred()) return nullptr;
+    if (count < 0) {
+        PyErr_SetString(PyExc_ValueError, "a batch has 0 keys or more");
+        return nullptr;
+    }
+    if (!by_block(self, count)) return PyUnicode_FromString("chunks");
+    return PyUnicode_FromString(by_registers(self, size_t(count)) ? "registers" : "regions");
+}
+
 PyObject *Checker_get_layers(Checker *self, void *) {
     return ready(self) ? PyLong_FromUnsignedLong(self->count) : nullptr;
 }
@@ -666,6 +706,9 @@ PyMethodDef checker_methods[] = {
      "contains_hash(h): contains() of a key by its version 2 hash (an unsigned 64-bit int)."},
     {"contains_many", reinterpret_cast<PyCFunction>(Checker_contains_many), METH_O,
      "contains_many(keys): [contains(key) for key in keys]."},
+    {"batch_path", reinterpret_cast<PyCFunction>(Checker_batch_path), METH_O,
+     "batch_path(count): how contains_many checks a batch of count keys: \"registers\", "
+     "\"regions\" or \"chunks\"."},
     {nullptr, nullptr, 0, nullptr},
 };
 
@@ -1089,6 +1132,10 @@ PyObject *check_path(PyObject *, PyObject *) {
     return PyUnicode_FromString(bf::chosen_check_path_name());
 }
 
+PyObject *batch_registers(PyObject *, PyObject *) {
+    return PyBool_FromLong(register_blocks::available());
+}
+
 // A full memory fence (std::atomic_thread_fence, seq_cst: mfence on x86-64, dmb ish on ARM64),
 // for bloomfilter.shared's sequence lock: a writer orders its writes to a shared mapping before
 // the sequence number's, and a reader its reads of the sequence number before the fields'.
@@ -1106,6 +1153,9 @@ PyMethodDef module_methods[] = {
     {"check_path", check_path, METH_NOARGS,
      "The core's block check this process uses for version 2 filters: \"scalar\", \"avx2\" or "
      "\"avx512\" (the fastest here, timed at import)."},
+    {"batch_registers", batch_registers, METH_NOARGS,
+     "Whether a large batch on a filter of 4096-bit blocks is checked with each block in "
+     "AVX-512 registers (this build and CPU have it)."},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -6,6 +6,7 @@ bytes that are not a valid value, or stop being one, raising ValueError instead 
 
 import array
 import enum
+import math
 import os
 import random
 import subprocess
@@ -173,6 +174,85 @@ def test_large_batch_equals_single(name, data, added):
     for count in (len(keys), 4096, 4095, 5000):
         assert compiled.contains_many(keys[:count]) == expected[:count]
         assert compiled.contains_many(keys[-count:]) == expected[-count:]
+
+
+def cpu_flags():
+    """The CPU's flags from /proc/cpuinfo (an empty set where there is none)."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def test_batch_registers_where_the_cpu_has_avx512():
+    """The AVX-512 batch check is there exactly where the CPU has AVX-512 F and DQ (x86-64)."""
+    flags = cpu_flags()
+    if not flags:
+        pytest.skip("no /proc/cpuinfo flags")
+    expected = os.uname().machine == "x86_64" and {"avx512f", "avx512dq"} <= flags
+    assert native.batch_registers() is expected
+
+
+# Error rates whose filters have 4096-bit blocks, k = 1 to 7.
+REGISTER_RATES = [0.5, 0.3, 0.15, 0.08, 0.04, 0.02, 0.01]
+
+
+@pytest.mark.parametrize("error_rate", REGISTER_RATES)
+def test_register_batch_equals_single(error_rate):
+    """A batch of 8 keys a block and more on a version 2 filter of 4096-bit blocks (register_blocks
+    where the CPU has AVX-512), and one key short of that (sorted by region): each answer is its
+    key's own, with blocks holding 0 to dozens of the batch's keys, runs of the same key, and
+    every key type."""
+    added = keys_of_every_type(3000, seed=46)
+    # About 300 KB, over by_block's 256 KB: 9.6 bits a key at 0.01, 1.44 at 0.5.
+    capacity = int(300_000 * 8 * math.log(2) ** 2 / -math.log(error_rate))
+    data = Filter.empty(capacity, error_rate).update(added).to_bytes()
+    compiled, python = both(data)
+    assert compiled.block_log2 == 12 and compiled.hashes == REGISTER_RATES.index(error_rate) + 1
+    threshold = 8 * compiled.blocks
+    assert len(data) >= 256 * 1024 and threshold >= 4096  # by_block's size and key count
+    keys = added + keys_of_every_type(3000, seed=47) + odd_keys() + ["same"] * 40
+    keys = (keys * (threshold // len(keys) + 2))[:threshold + 5000]
+    random.Random(46).shuffle(keys)
+    expected = [python.contains(key) for key in keys]
+    assert 0.2 < sum(expected) / len(keys) < 0.8
+    assert [compiled.contains(key) for key in keys[:5000]] == expected[:5000]
+    checker = compiled._native
+    for count in (threshold, threshold - 1, len(keys)):
+        registers = native.batch_registers() and count >= threshold
+        assert checker.batch_path(count) == ("registers" if registers else "regions")
+        assert compiled.contains_many(keys[:count]) == expected[:count]
+        assert compiled.contains_many(keys[-count:]) == expected[-count:]
+
+
+def test_register_batch_path_needs_one_filter_of_4096_bit_blocks():
+    """register_blocks for one filter of 4096-bit blocks (a version 2 value, or a layered value
+    of one such layer) and 8 keys a block; not for two layers, larger blocks, fewer keys, or
+    version 1 (whose batches go in chunks)."""
+    if not native.batch_registers():
+        pytest.skip("no AVX-512 here")
+    added = keys_of_every_type(2000, seed=48)
+    plain = Filter.empty(300_000, 0.01).update(added)
+    one_layer = LayeredFilter.from_bytes(layered_value(300_000, 0.04, 2, 1, added))
+    two_layers = LayeredFilter.from_bytes(layered_value(150_000, 0.04, 2, 2, added))
+    larger = Filter.empty(300_000, 0.001)
+    assert plain.block_log2 == 12 and larger.block_log2 > 12
+    (_, (_, _, _, log2, layer_blocks)), = _core.read_layers(one_layer.to_bytes())[4]
+    assert log2 == 12
+    blocks = plain.blocks
+    for f, count, path in ((plain, 8 * blocks, "registers"), (plain, 8 * blocks - 1, "regions"),
+                           (plain, 4095, "chunks"), (one_layer, 8 * layer_blocks, "registers"),
+                           (one_layer, 8 * layer_blocks - 1, "regions"),
+                           (two_layers, 10 ** 6, "regions"), (larger, 10 ** 6, "regions"),
+                           (Filter.empty(300_000, 0.01, version=1), 10 ** 6, "chunks")):
+        assert len(f.to_bytes()) >= 256 * 1024
+        assert f._native.batch_path(count) == path, (f, count)
+    keys = added + ["absent %d" % n for n in range(8 * layer_blocks)]
+    assert one_layer.contains_many(keys) == [one_layer.contains(key) for key in keys]
 
 
 REFUSING = FORMATS[:2] + FORMATS[-5:-3]
