@@ -456,8 +456,8 @@ int check_by_block(const Checker *self, const uint8_t *data, size_t count, bool 
     }
     std::memset(found, 0, count);
     if (registers) {
-        register_blocks::check(data + self->offset[0], blocks, self->layer[0].hashes, sorted,
-                               slots, next, found);
+        register_blocks::check(data + self->offset[0], blocks, self->layer[0].hashes, sorted, slots,
+                               next, found);
     } else {
         // The hashes are in sorted now: lows is the checks' list.
         check_layers(self, data, ByBlock{sorted, slots}, count, found,
