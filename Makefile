@@ -211,7 +211,7 @@ test: all
 # it); `make format` rewrites them.
 CLANG_FORMAT ?= clang-format-14
 FORMAT_FILES = $(wildcard $(addprefix $(SOURCE_DIR),src/core/*.[ch]pp src/pg/*.[ch]pp \
-                 test/*/*.[ch]pp bench/*.[ch]pp clients/python/src/*.cpp))
+                 test/*/*.[ch]pp bench/*.[ch]pp clients/python/src/*.[ch]pp))
 format-check:
 	$(CLANG_FORMAT) --style=file --dry-run --Werror $(FORMAT_FILES)
 format:

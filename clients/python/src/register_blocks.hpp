@@ -49,14 +49,16 @@ inline bool available() {
 // operand is declared `__m512i __Y = __Y;`.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 // found[slots[i]] |= whether the filter at `data` (its encoded value, header included: blocks
 // of 2^kBlockLog2 bits, `hashes` <= bf::kTabledMultipliers) holds the key of version 2 hash
 // sorted[i]. The keys are sorted by block: block b's are [ends[b - 1], ends[b]), ends[-1] = 0.
 // Only where available() says so.
-__attribute__((target("avx512f,avx512dq"))) inline void check(const uint8_t *data,
-                                                              uint32_t blocks, uint32_t hashes,
+__attribute__((target("avx512f,avx512dq"))) inline void check(const uint8_t *data, uint32_t blocks,
+                                                              uint32_t hashes,
                                                               const uint64_t *sorted,
                                                               const uint32_t *slots,
                                                               const uint32_t *ends, bool *found) {
@@ -88,11 +90,10 @@ __attribute__((target("avx512f,avx512dq"))) inline void check(const uint8_t *dat
                 const __m512i w67 = _mm512_permutex2var_epi64(w[6], word, w[7]);
                 const __mmask8 odd_pair = _mm512_test_epi64_mask(word, bit4);
                 const __mmask8 high_half = _mm512_test_epi64_mask(word, bit5);
-                const __m512i picked = _mm512_mask_blend_epi64(
-                    high_half, _mm512_mask_blend_epi64(odd_pair, w01, w23),
-                    _mm512_mask_blend_epi64(odd_pair, w45, w67));
-                all = _mm512_and_si512(all,
-                                       _mm512_srlv_epi64(picked, _mm512_and_si512(bit, low6)));
+                const __m512i picked =
+                    _mm512_mask_blend_epi64(high_half, _mm512_mask_blend_epi64(odd_pair, w01, w23),
+                                            _mm512_mask_blend_epi64(odd_pair, w45, w67));
+                all = _mm512_and_si512(all, _mm512_srlv_epi64(picked, _mm512_and_si512(bit, low6)));
             }
             const uint32_t hit = _mm512_mask_test_epi64_mask(lanes, all, one);
             for (uint32_t l = 0; l < 8 && l < left; l++) found[slots[i + l]] |= (hit >> l) & 1;
