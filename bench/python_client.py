@@ -834,6 +834,15 @@ def batch_ns(check_many, keys, seconds):
             return elapsed / checks * 1e9
 
 
+def without_registers(measure):
+    """measure() with the compiled batch's AVX-512 registers path off (sorted by region)."""
+    was = _native_check.native.set_batch_registers(False)
+    try:
+        return measure()
+    finally:
+        _native_check.native.set_batch_registers(was)
+
+
 def speed(conn, rounds=ROUNDS):
     """Issue #44's figures, side by side in rounds whose order rotates: the SQL round trip
     (bloom_index_contains through pgbench -M prepared, 1 client, the Unix socket) against the
@@ -900,6 +909,8 @@ def speed(conn, rounds=ROUNDS):
         "sql": lambda: pgbench_us(QUERIES[0][1], LOOKUP_SECONDS) * 1e3,
         "Filter.contains": lambda: loop_ns(compiled.contains, keys, SPEED_SECONDS),
         "Filter.contains_many": lambda: batch_ns(compiled.contains_many, keys, SPEED_SECONDS),
+        "Filter.contains_many, registers off": lambda: without_registers(
+            lambda: batch_ns(compiled.contains_many, keys, SPEED_SECONDS)),
         "Filter.contains, absent keys": lambda: loop_ns(compiled.contains, absent, SPEED_SECONDS),
         "Filter.contains_many, absent keys": lambda: batch_ns(compiled.contains_many, absent, SPEED_SECONDS),
         "IndexFollower.contains": lambda: loop_ns(plain.contains, keys, SPEED_SECONDS),
@@ -917,6 +928,8 @@ def speed(conn, rounds=ROUNDS):
         "frozenset.__contains__": lambda: loop_ns(members.__contains__, keys, SPEED_SECONDS),
     }
     names = list(steps)
+    if not _native_check.native.batch_registers():
+        names.remove("Filter.contains_many, registers off")  # the same path as with them
     loop_ns(compiled.contains, keys, 0.3)  # warm-up
     pgbench_us(QUERIES[0][1], 2)
     figures = {name: [] for name in names}
@@ -963,6 +976,9 @@ def speed(conn, rounds=ROUNDS):
         round(ratio("IndexFollower.contains max_lag", "IndexFollower.contains_many max_lag"), 2), ">=", 4)
     row("speed) IndexFollower.contains (id, email) / IndexFollower.contains_many (id, email) a key",
         round(ratio("IndexFollower.contains (id, email)", "IndexFollower.contains_many (id, email)"), 2), ">=", 4)
+    if "Filter.contains_many, registers off" in figures:
+        rows.append("speed) Filter.contains_many a key: registers off (sorted by region) / on (by block, AVX-512)|%.2f|-|-"
+                    % ratio("Filter.contains_many, registers off", "Filter.contains_many"))
     rows.append("speed) compiled Filter.contains / Filter.contains_many a key, keys all absent (the signup case)|%.2f|-|-"
                 % ratio("Filter.contains, absent keys", "Filter.contains_many, absent keys"))
     rows.append("speed) compiled Filter.contains / frozenset.__contains__ (the rbloom-like bound)|%.2f|-|-"

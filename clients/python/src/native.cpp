@@ -405,12 +405,15 @@ inline bool by_block(const Checker *self, Py_ssize_t count) {
            self->length >= kByBlockMinBytes;
 }
 
+// Off (set_batch_registers(False)) for a side-by-side measure of the regions' path.
+bool batch_registers_on = true;
+
 // Whether a batch sorted by block is checked by register_blocks: one filter of its 4096-bit
 // blocks (a version 2 value of error rate about 0.01), with enough keys a block, on a CPU
 // that has it.
 inline bool by_registers(const Checker *self, size_t count) {
     const bf::FilterRef &layer = self->layer[0];
-    return self->count == 1 && layer.version == bf::kFormatVersion2 &&
+    return batch_registers_on && self->count == 1 && layer.version == bf::kFormatVersion2 &&
            layer.block_log2 == register_blocks::kBlockLog2 &&
            layer.hashes <= bf::kTabledMultipliers &&
            count / register_blocks::kMinKeysPerBlock >= layer.blocks &&
@@ -1136,6 +1139,14 @@ PyObject *batch_registers(PyObject *, PyObject *) {
     return PyBool_FromLong(register_blocks::available());
 }
 
+PyObject *set_batch_registers(PyObject *, PyObject *value) {
+    const int on = PyObject_IsTrue(value);
+    if (on < 0) return nullptr;
+    const bool was = batch_registers_on;
+    batch_registers_on = on != 0;
+    return PyBool_FromLong(was);
+}
+
 // A full memory fence (std::atomic_thread_fence, seq_cst: mfence on x86-64, dmb ish on ARM64),
 // for bloomfilter.shared's sequence lock: a writer orders its writes to a shared mapping before
 // the sequence number's, and a reader its reads of the sequence number before the fields'.
@@ -1156,6 +1167,9 @@ PyMethodDef module_methods[] = {
     {"batch_registers", batch_registers, METH_NOARGS,
      "Whether a large batch on a filter of 4096-bit blocks is checked with each block in "
      "AVX-512 registers (this build and CPU have it)."},
+    {"set_batch_registers", set_batch_registers, METH_O,
+     "set_batch_registers(on): whether large batches may use those registers (True at import); "
+     "returns the previous setting. For measures side by side."},
     {nullptr, nullptr, 0, nullptr},
 };
 

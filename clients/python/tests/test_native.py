@@ -227,6 +227,14 @@ def test_register_batch_equals_single(error_rate):
         assert checker.batch_path(count) == ("registers" if registers else "regions")
         assert compiled.contains_many(keys[:count]) == expected[:count]
         assert compiled.contains_many(keys[-count:]) == expected[-count:]
+    # The same batch by regions, the registers turned off.
+    was = native.set_batch_registers(False)
+    try:
+        assert checker.batch_path(len(keys)) == "regions"
+        assert compiled.contains_many(keys) == expected
+    finally:
+        native.set_batch_registers(was)
+    assert was is True and checker.batch_path(len(keys)) == ("registers" if native.batch_registers() else "regions")
 
 
 def test_register_batch_path_needs_one_filter_of_4096_bit_blocks():
