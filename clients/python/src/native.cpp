@@ -1060,28 +1060,38 @@ PyObject *FollowerCheck_contains_many(FollowerCheck *self, PyObject *keys) {
     PyObject *answers = nullptr;
     Py_buffer view;
     bool viewed = false;
+    Py_ssize_t failed = -1;  // the last key hashed, or being hashed
     if (found == nullptr) {
         PyErr_NoMemory();
         goto done;
     }
-    // The types first, as the method checks them before any key is converted.
-    if (rules.kind != kind_composite)
+    // The types first where a conversion runs Python code (a uuid.UUID's bytes), as the method
+    // checks them before it converts any key: none is converted twice. The other kinds convert
+    // here with no Python code, their types checked as they are hashed.
+    if (rules.kind == kind_uuid)
         for (Py_ssize_t i = 0; i < count; i++)
             if (!fits_kind(rules.kind, PySequence_Fast_GET_ITEM(keys, i))) goto fallback;
     if (take_buffer(checker, &view) != 0) goto fallback;
     viewed = true;
-    // Every key hashed by the rules the batch began with and checked in their copy; a change of
-    // rules seen after the last key hands the batch to the method.
+    // Every key hashed by the rules the batch began with and checked in their copy; a key of
+    // another type (rules_hash: -1, no error) or a change of rules seen after the last key hands
+    // the batch to the method.
     if (check_batch(checker, static_cast<const uint8_t *>(view.buf), count, found,
-                    [&rules, keys](Py_ssize_t i, bf::KeyHash *h) {
+                    [&rules, keys, &failed](Py_ssize_t i, bf::KeyHash *h) {
                         // A key's conversion may run Python code, which may change a list.
                         if (i >= PySequence_Fast_GET_SIZE(keys)) return -1;
+                        failed = i;
                         return rules_hash(rules, PySequence_Fast_GET_ITEM(keys, i), h);
                     }) != 0) {
-        // A conversion's error is the method's when the rules and bound it would use are these.
+        // A conversion's error is the method's when the rules and bound it would use are these
+        // and no later key is of another type: the method checks every key's type before it
+        // converts any, and raises that key's error instead.
         if (rules.kind != kind_composite && PyErr_Occurred() != nullptr && rules.same(self) &&
-            !(self->bounded && monotonic_seconds() - self->refreshed_at > self->max_lag))
+            !(self->bounded && monotonic_seconds() - self->refreshed_at > self->max_lag)) {
+            for (Py_ssize_t i = failed + 1; i < PySequence_Fast_GET_SIZE(keys); i++)
+                if (!fits_kind(rules.kind, PySequence_Fast_GET_ITEM(keys, i))) goto fallback;
             goto done;
+        }
         goto fallback;
     }
     if (!rules.same(self)) goto fallback;

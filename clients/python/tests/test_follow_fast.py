@@ -293,6 +293,27 @@ def test_batch_in_c_equals_python(key_type):
     assert checked.contains_many(keys) == [True] * len(keys)
 
 
+@pytest.mark.parametrize("key_type,failing,other", [(str, "\ud800", b"x"), (int, 2 ** 64, "x"),
+                                                    (str, "a\udfffb", 7), (int, -2 ** 63 - 1, 1.5)])
+def test_batch_conversion_error_then_another_type(key_type, failing, other):
+    """A key whose conversion fails, then a key of another type: the method checks every key's
+    type before it converts any, so the later key's error is raised, by both paths; the failing
+    key alone raises its own."""
+    added = keys_of_every_type(6000, seed=48)
+    f = Filter.from_bytes(layered_value(60_000, 0.01, 2, 2, added))
+    keys = [key for key in added if type(key) is key_type][:5000]
+    checked = follower(f, key_type, max_lag=30.0)
+    python = follower(f, key_type, max_lag=30.0)
+    python._fast = None
+    for batch in ([failing] + keys + [other], keys[:3] + [failing, other], keys + [failing],
+                  [failing, failing] + keys):
+        expected = outcome(python.contains_many, batch)
+        assert isinstance(expected, tuple), expected  # an error
+        assert outcome(checked.contains_many, batch) == expected
+        assert outcome(checked._fast.contains_many, batch) in (expected, None)
+    assert outcome(checked.contains_many, keys + [failing])[0] is not TypeError
+
+
 def test_composite_batch_sorted_by_block_equals_python():
     """Composite keys in a batch checked in the order of their blocks (a 360 KB value): the
     Python method's answers."""
