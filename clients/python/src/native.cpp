@@ -420,20 +420,19 @@ inline bool by_registers(const Checker *self, size_t count) {
            register_blocks::available();
 }
 
-// The batch's keys hashed by hash(i, &h) into lows, counted by bucket (their region, or their
-// block for register_blocks), sorted by bucket into sorted and slots, then checked. 0, or
-// hash's -1 (or -1 with MemoryError).
-template <typename Hash>
-int check_by_block(const Checker *self, const uint8_t *data, size_t count, bool *found,
+// The batch's keys hashed by hash(i, &h) into lows, counted by bucket (their region, or with
+// Registers their block, for register_blocks), sorted by bucket into sorted and slots, then
+// checked. 0, or hash's -1 (or -1 with MemoryError).
+template <bool Registers, typename Hash>
+int sort_and_check(const Checker *self, const uint8_t *data, size_t count, bool *found,
                    Hash &&hash) {
     uint32_t bits = 1;
     while (bits < kMaxRegionBits && (self->length >> (bits + kRegionLog2)) > 0) bits++;
-    const bool registers = by_registers(self, count);
     const uint32_t shift = 64 - bits, blocks = self->layer[0].blocks;
-    // At most count / kMinKeysPerBlock blocks: no more room than regions would take.
-    const uint32_t buckets = registers ? blocks : uint32_t(1) << bits;
-    auto bucket_of = [registers, shift, blocks](uint64_t h) {
-        return registers ? bf::block_index(h, blocks) : uint32_t(h >> shift);
+    // With Registers, at most count / kMinKeysPerBlock blocks.
+    const uint32_t buckets = Registers ? blocks : uint32_t(1) << bits;
+    auto bucket_of = [shift, blocks](uint64_t h) {
+        return Registers ? bf::block_index(h, blocks) : uint32_t(h >> shift);
     };
     uint64_t *lows = static_cast<uint64_t *>(PyMem_Malloc(sizeof(uint64_t) * count));
     uint64_t *sorted = static_cast<uint64_t *>(PyMem_Malloc(sizeof(uint64_t) * count));
@@ -458,7 +457,7 @@ int check_by_block(const Checker *self, const uint8_t *data, size_t count, bool 
         slots[at] = uint32_t(i);
     }
     std::memset(found, 0, count);
-    if (registers) {
+    if (Registers) {
         register_blocks::check(data + self->offset[0], blocks, self->layer[0].hashes, sorted, slots,
                                next, found);
     } else {
@@ -473,6 +472,13 @@ done:
     PyMem_Free(slots);
     PyMem_Free(next);
     return result;
+}
+
+template <typename Hash>
+int check_by_block(const Checker *self, const uint8_t *data, size_t count, bool *found,
+                   Hash &&hash) {
+    if (by_registers(self, count)) return sort_and_check<true>(self, data, count, found, hash);
+    return sort_and_check<false>(self, data, count, found, hash);
 }
 
 // The keys of a batch hashed (and their lines asked for) before the first of them is checked.
