@@ -14,6 +14,7 @@
 // against 6.4): a block's loads are then shared by too few keys.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "bloom.hpp"
@@ -71,8 +72,8 @@ __attribute__((target("avx512f,avx512dq"))) inline void check(const uint8_t *dat
         const uint8_t *block = data + bf::block_offset(b, kBlockLog2);
         __m512i w[8];
         for (int q = 0; q < 8; q++) w[q] = _mm512_loadu_si512(block + 64 * q);
-        for (uint32_t i = begin; i < end; i += 8) {
-            const uint32_t left = end - i;
+        for (size_t i = begin; i < end; i += 8) {  // size_t: no wrap near 2^32 keys
+            const size_t left = end - i;
             // Lanes past the block's last key load nothing and answer nothing.
             const __mmask8 lanes = left >= 8 ? __mmask8(0xff) : __mmask8((1u << left) - 1);
             const __m512i h = _mm512_maskz_loadu_epi64(lanes, sorted + i);
@@ -96,7 +97,7 @@ __attribute__((target("avx512f,avx512dq"))) inline void check(const uint8_t *dat
                 all = _mm512_and_si512(all, _mm512_srlv_epi64(picked, _mm512_and_si512(bit, low6)));
             }
             const uint32_t hit = _mm512_mask_test_epi64_mask(lanes, all, one);
-            for (uint32_t l = 0; l < 8 && l < left; l++) found[slots[i + l]] |= (hit >> l) & 1;
+            for (size_t l = 0; l < 8 && l < left; l++) found[slots[i + l]] |= (hit >> l) & 1;
         }
     }
 }
