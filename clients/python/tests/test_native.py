@@ -239,8 +239,8 @@ def test_register_batch_equals_single(error_rate):
 
 def test_register_batch_path_needs_one_filter_of_4096_bit_blocks():
     """register_blocks for one filter of 4096-bit blocks (a version 2 value, or a layered value
-    of one such layer) and 8 keys a block; not for two layers, larger blocks, fewer keys, or
-    version 1 (whose batches go in chunks)."""
+    of one such layer, of any size) and 8 keys a block, from 1,024 keys; not for two layers,
+    larger blocks, fewer keys, or version 1 (whose batches go in chunks)."""
     if not native.batch_registers():
         pytest.skip("no AVX-512 here")
     added = keys_of_every_type(2000, seed=48)
@@ -261,6 +261,57 @@ def test_register_batch_path_needs_one_filter_of_4096_bit_blocks():
         assert f._native.batch_path(count) == path, (f, count)
     keys = added + ["absent %d" % n for n in range(8 * layer_blocks)]
     assert one_layer.contains_many(keys) == [one_layer.contains(key) for key in keys]
+    # A filter under 256 KB (its batches otherwise in chunks): from 1,024 keys and 8 a block.
+    small = Filter.empty(20_000, 0.01).update(added)
+    assert small.block_log2 == 12 and 8 * small.blocks < 1024 and len(small.to_bytes()) < 256 * 1024
+    assert small._native.batch_path(1024) == "registers"
+    assert small._native.batch_path(1023) == "chunks"
+    for count in (1023, 1024, len(keys)):
+        assert small.contains_many(keys[-count:]) == [small.contains(key) for key in keys[-count:]]
+
+
+def test_batch_within_a_batch():
+    """A key whose conversion checks a batch (a str subclass's encode, which key_bytes calls)
+    while the outer batch is being sorted: each batch has its own sort buffers, and both answer
+    as their keys' single checks, on the registers' path and the regions'."""
+    added = keys_of_every_type(3000, seed=49)
+    f = Filter.empty(300_000, 0.01).update(added)
+    g = Filter.empty(300_000, 0.01).update(added[::2])
+    inner_keys = added + ["inner %d" % n for n in range(8 * g.blocks)]
+    inner_expected = [g.contains(key) for key in inner_keys]
+    inner_answers = []
+
+    class Reentrant(str):
+        def encode(self, *args):
+            inner_answers.append(g.contains_many(inner_keys))
+            return str.encode(self, *args)
+
+    outer_keys = added + ["outer %d" % n for n in range(8 * f.blocks)]
+    outer_keys[100:100] = [Reentrant("reentrant"), Reentrant(added[7])]
+    outer_expected = [f.contains(str(key)) if type(key) is Reentrant else f.contains(key)
+                      for key in outer_keys]
+    for registers in (True, False):
+        was = native.set_batch_registers(registers)
+        try:
+            assert f._native.batch_path(len(outer_keys)) == (
+                "registers" if registers and native.batch_registers() else "regions")
+            inner_answers.clear()
+            assert f.contains_many(outer_keys) == outer_expected
+            assert inner_answers == [inner_expected, inner_expected]
+        finally:
+            native.set_batch_registers(was)
+
+
+def test_batch_larger_than_the_kept_buffers():
+    """A batch whose sort buffers are more than the 4 MB kept between batches (about 200,000
+    keys) has its own, then the kept ones serve the next batch: every answer its key's own."""
+    added = ["k%d" % n for n in range(100_000)]
+    f = Filter.empty(300_000, 0.01).update(added)
+    keys = ["k%d" % n for n in range(250_000)]
+    expected = [f.contains(key) for key in keys]
+    assert 0.3 < sum(expected) / len(keys) < 0.5
+    for batch in (keys, keys[:5000], keys, keys[-200_000:]):
+        assert f.contains_many(batch) == [f.contains(key) for key in batch]
 
 
 REFUSING = FORMATS[:2] + FORMATS[-5:-3]
