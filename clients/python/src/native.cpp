@@ -394,6 +394,7 @@ void check_layers(const Checker *self, const uint8_t *data, Keys keys, size_t co
 // sort included, in a C++ loop over 100,000 hashes. Only version 2 hashes (a version 1 key's
 // block is its high half): the sort keeps 8 bytes a key.
 constexpr size_t kByBlockMinKeys = 4096;
+// Fewer keys are one chunk (kChunk) of the unsorted path: no sort to pay for.
 constexpr size_t kRegistersMinKeys = 1024;
 constexpr uint64_t kByBlockMinBytes = 256 * 1024;
 constexpr uint32_t kRegionLog2 = 13, kMaxRegionBits = 12;

@@ -32,13 +32,11 @@ constexpr uint32_t kBlockLog2 = 12;  // 64 words of 64 bits: eight 512-bit regis
 // The fewest keys a block, on average over the batch, for which the check pays.
 constexpr uint32_t kMinKeysPerBlock = 8;
 
-// Whether this build and CPU have the check (once: the CPU's answer does not change).
+// Whether this build and CPU have the check: where the core has its AVX-512 block check (the
+// same instructions), asked once.
 inline bool available() {
 #ifdef BLOOMFILTER_REGISTER_BLOCKS
-    static const bool cpu = [] {
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
-    }();
+    static const bool cpu = bf::block_check_for(bf::CheckPath::avx512) != nullptr;
     return cpu;
 #else
     return false;
