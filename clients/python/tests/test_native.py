@@ -270,6 +270,66 @@ def test_register_batch_path_needs_one_filter_of_4096_bit_blocks():
         assert small.contains_many(keys[-count:]) == [small.contains(key) for key in keys[-count:]]
 
 
+def test_batch_bmi2_where_the_cpu_has_it():
+    """The batch's scalar checks compiled for BMI2 are there exactly where the CPU has BMI2
+    (x86-64)."""
+    flags = cpu_flags()
+    if not flags:
+        pytest.skip("no /proc/cpuinfo flags")
+    assert native.batch_bmi2() is (os.uname().machine == "x86_64" and "bmi2" in flags)
+
+
+# Error rates whose filters have k = 1 to 20 hashes and blocks of 4096 to 131072 bits, for the
+# scalar checks (the unrolled ones up to 16 hashes, the core's loop past them).
+SCALAR_RATES = [0.5, 0.1, 0.01, 0.005, 0.002, 0.001, 0.0001, 0.00001, 0.000001]
+
+
+@pytest.mark.parametrize("error_rate", SCALAR_RATES)
+def test_scalar_batch_with_and_without_bmi2(error_rate):
+    """The regions path (a batch sorted by region, each region's lines asked for before the
+    region before it is checked) and the chunks path, with the checks compiled for BMI2 and
+    without, on a plain value and a layered value of three layers: each answer its key's own,
+    with regions of no key, of one, and of every key of the batch (one key repeated)."""
+    added = keys_of_every_type(3000, seed=50)
+    # About 300 KB, over by_block's 256 KB (as test_register_batch_equals_single's), and about
+    # twice that in three layers. Filled to its capacity, so that absent keys answer True at
+    # about the error rate, each by all of its positions.
+    capacity = int(300_000 * 8 * math.log(2) ** 2 / -math.log(error_rate))
+    fill = ["fill %d" % n for n in range(capacity)]
+    plain = Filter.empty(capacity, error_rate).update(added).update(fill)
+    layered = LayeredFilter.from_bytes(layered_value(
+        capacity // 5, error_rate, 2, 3, added + (fill[:capacity // 10] if error_rate <= 0.01 else [])))
+    keys = added + keys_of_every_type(3000, seed=51) + odd_keys()
+    random.Random(50).shuffle(keys)
+    with_registers = native.set_batch_registers(False)  # 4096-bit blocks: regions, not registers
+    try:
+        for f in (plain, layered):
+            _, python = both(f.to_bytes())
+            assert len(f.to_bytes()) >= 256 * 1024
+            expected = [python.contains(key) for key in keys]
+            assert 0.2 < sum(expected) / len(keys) < 0.8
+            same = ["same key"] * 5000
+            same_expected = [python.contains("same key")] * 5000
+            for bmi2 in (True, False):
+                was = native.set_batch_bmi2(bmi2)
+                try:
+                    assert f._native.batch_path(len(keys)) == "regions"
+                    assert f._native.batch_path(4095) == "chunks"
+                    assert f.contains_many(keys) == expected
+                    assert f.contains_many(keys[:4096]) == expected[:4096]
+                    assert f.contains_many(keys[-4095:]) == expected[-4095:]
+                    assert f.contains_many(same) == same_expected
+                    assert f.contains_many(keys[:1] + same) == expected[:1] + same_expected
+                finally:
+                    native.set_batch_bmi2(was)
+                assert was is True
+    finally:
+        native.set_batch_registers(with_registers)
+    assert (plain.hashes, plain.block_log2) == {
+        0.5: (1, 12), 0.1: (3, 12), 0.01: (7, 12), 0.005: (8, 13), 0.002: (9, 14), 0.001: (10, 14),
+        0.0001: (13, 15), 0.00001: (17, 16), 0.000001: (20, 17)}[error_rate]
+
+
 def test_batch_within_a_batch():
     """A key whose conversion checks a batch (a str subclass's encode, which key_bytes calls)
     while the outer batch is being sorted: each batch has its own sort buffers, and both answer
