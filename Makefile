@@ -94,7 +94,7 @@ include $(SOURCE_DIR)test/fuzz/fuzz.mk
 # The core's unit tests, plain and under AddressSanitizer + UndefinedBehaviorSanitizer.
 # golden_test.cpp checks test/vectors/golden.json, which the Python client's tests read too.
 UNIT_SOURCES = test/unit/core_test.cpp test/unit/golden_test.cpp src/core/bloom.cpp src/core/distinct.cpp
-UNIT_DEPENDS = $(UNIT_SOURCES) src/core/bloom.hpp src/core/distinct.hpp test/vectors/golden.hpp test/vectors/golden.json
+UNIT_DEPENDS = $(UNIT_SOURCES) src/core/bloom.hpp src/core/distinct.hpp src/core/hash_lanes.hpp test/vectors/golden.hpp test/vectors/golden.json
 UNIT_DEFINES = -DBLOOMFILTER_SOURCE_DIR='"$(abspath $(SOURCE_DIR))"'
 build/unit_test: $(UNIT_DEPENDS)
 	@mkdir -p build

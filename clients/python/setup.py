@@ -18,6 +18,7 @@ if os.path.isfile(os.path.join(CORE, "bloom.cpp")):
         "bloomfilter._native",
         sources=["src/native.cpp", "src/core.cpp"],
         depends=["src/register_blocks.hpp", os.path.join(CORE, "bloom.cpp"),
+                 os.path.join(CORE, "hash_lanes.hpp"),
                  os.path.join(CORE, "bloom.hpp")],
         include_dirs=[os.path.abspath(CORE)],
         language="c++",

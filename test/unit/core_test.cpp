@@ -16,6 +16,7 @@
 
 #include "../../src/core/bloom.hpp"
 #include "../../src/core/distinct.hpp"
+#include "../../src/core/hash_lanes.hpp"
 
 using namespace bloomfilter;
 
@@ -342,6 +343,47 @@ TEST(Hashing, CompositeKeys) {
     uint8_t all[8 * kMaxKeyParts];
     for (uint32_t i = 0; i < kMaxKeyParts; i++) store_u64(all + 8 * i, part(int64_t(i)));
     EXPECT_EQ(full.hash().low, XXH3_64bits(all, sizeof all));
+}
+
+// hash_lanes: each lane's hash is hash_bytes()'s, for words and pairs of words of every kind:
+// zero, all ones, single bits, small and negative integers, and random ones.
+TEST(Hashing, Lanes) {
+    if (!hash_lanes::available()) GTEST_SKIP() << "no AVX-512 F and DQ on this CPU";
+    std::vector<uint64_t> words = {0,
+                                   ~uint64_t(0),
+                                   1,
+                                   42,
+                                   uint64_t(-1),
+                                   uint64_t(-42),
+                                   uint64_t(1) << 63,
+                                   0x00000000FFFFFFFFull,
+                                   0xFFFFFFFF00000000ull};
+    for (uint32_t bit = 0; bit < 64; bit++) words.push_back(uint64_t(1) << bit);
+    std::mt19937_64 random(7);
+    while (words.size() % hash_lanes::kLanes != 0 || words.size() < 100000)
+        words.push_back(random());
+    std::vector<uint64_t> hashed(words.size()), paired(words.size());
+    for (size_t i = 0; i < words.size(); i += hash_lanes::kLanes) {
+        hash_lanes::hash_words(&words[i], &hashed[i]);
+        // Each word with the next one's hash, so that both halves take every kind of word.
+        uint64_t second[hash_lanes::kLanes];
+        for (uint32_t j = 0; j < hash_lanes::kLanes; j++)
+            second[j] = words[(i + j + 1) % words.size()];
+        hash_lanes::hash_pairs(&words[i], second, &paired[i]);
+    }
+    for (size_t i = 0; i < words.size(); i++) {
+        ASSERT_EQ(hashed[i], part(int64_t(words[i]))) << i;
+        ASSERT_EQ(paired[i], composite({words[i], words[(i + 1) % words.size()]})) << i;
+    }
+    // In place, as the Python client calls them.
+    uint64_t in_place[hash_lanes::kLanes], other[hash_lanes::kLanes];
+    for (uint32_t j = 0; j < hash_lanes::kLanes; j++) in_place[j] = other[j] = words[j];
+    hash_lanes::hash_words(in_place, in_place);
+    hash_lanes::hash_pairs(in_place, other, other);
+    for (uint32_t j = 0; j < hash_lanes::kLanes; j++) {
+        EXPECT_EQ(in_place[j], hashed[j]);
+        EXPECT_EQ(other[j], composite({hashed[j], words[j]}));
+    }
 }
 
 // The version 2 multipliers: the table holds the formula's first values, all odd and distinct.

@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "bloom.hpp"
+#include "hash_lanes.hpp"
 #include "register_blocks.hpp"
 
 namespace bf = bloomfilter;
@@ -536,7 +537,22 @@ inline void prefetch_region(const Checker *self, const uint8_t *data, uint32_t r
     }
 }
 
-// The batch's keys hashed by hash(i, &h) into lows, counted by bucket (their region, or with
+// Keys [begin, begin + n) of a batch, n <= kRun, hashed into lows (their version 2 hashes), key
+// by key: hash(i, &h). 0, or hash's -1. A hasher that hashes a run of keys at once (PairLanes)
+// has an overload of its own.
+constexpr size_t kRun = bf::hash_lanes::kLanes;
+
+template <typename Hash>
+inline int hash_run(Hash &hash, size_t begin, size_t n, uint64_t *lows) {
+    for (size_t j = 0; j < n; j++) {
+        bf::KeyHash h;
+        if (hash(Py_ssize_t(begin + j), &h) != 0) return -1;
+        lows[j] = h.low;
+    }
+    return 0;
+}
+
+// The batch's keys hashed by hash_run() into lows, counted by bucket (their region, or with
 // Registers their block, for register_blocks), sorted by bucket into sorted and slots, then
 // checked. 0, or hash's -1 (or -1 with MemoryError).
 template <bool Registers, typename Hash>
@@ -562,11 +578,10 @@ int sort_and_check(const Checker *self, const uint8_t *data, size_t count, bool 
     uint32_t *slots = reinterpret_cast<uint32_t *>(sorted + count);
     uint32_t *next = slots + count;
     std::memset(next, 0, (size_t(buckets) + 1) * sizeof(uint32_t));
-    for (size_t i = 0; i < count; i++) {
-        bf::KeyHash h;
-        if (hash(Py_ssize_t(i), &h) != 0) return -1;
-        lows[i] = h.low;
-        next[bucket_of(h.low) + 1]++;
+    for (size_t i = 0; i < count; i += kRun) {
+        const size_t n = count - i < kRun ? count - i : kRun;
+        if (hash_run(hash, i, n, lows + i) != 0) return -1;
+        for (size_t j = i; j < i + n; j++) next[bucket_of(lows[j]) + 1]++;
     }
     for (uint32_t r = 0; r < buckets; r++) next[r + 1] += next[r];
     // After the sort, next[b] is where bucket b's keys end.
@@ -1123,6 +1138,93 @@ int rules_hash(const Rules &rules, PyObject *key, bf::KeyHash *out) {
     return hash_key(rules.checker, key, out);
 }
 
+// Off (set_batch_lanes(False)): every key of a batch hashed alone, for tests and measures.
+bool batch_lanes_on = true;
+
+// The keys of a batch of composite keys of two columns, each an int or a str (the unique
+// constraints of signup tables: (tenant_id, email), (provider, subject)), hashed a run of eight
+// at a time where the CPU has hash_lanes: each key's str value hashed as it is read, then the
+// run's int values and the keys' hashes (XXH3 of their two part hashes) in the lanes. A key of
+// another shape (a value of another type, a str not ASCII, an int out of its column's range) is
+// hashed alone by rules_hash, as every key is where the batch is not sorted (check_batch's
+// chunks: operator()). No Python code runs: the columns convert in C.
+struct PairLanes {
+    const Rules &rules;
+    PyObject *keys;
+    Py_ssize_t *failed;  // the last key hashed, or being hashed
+
+    static bool fits(const Rules &rules) {
+        if (!batch_lanes_on || rules.kind != kind_composite || rules.column_count != 2 ||
+            !bf::hash_lanes::available())
+            return false;
+        for (uint32_t n = 0; n < 2; n++)
+            if (rules.columns[n].kind != kind_int && rules.columns[n].kind != kind_str)
+                return false;
+        return true;
+    }
+
+    int operator()(Py_ssize_t i, bf::KeyHash *h) const {
+        // A key's conversion may run Python code, which may change a list.
+        if (i >= PySequence_Fast_GET_SIZE(keys)) return -1;
+        *failed = i;
+        return rules_hash(rules, PySequence_Fast_GET_ITEM(keys, i), h);
+    }
+
+    // A key's two parts, as the lanes take them: an int column's value, a str column's part
+    // hash. False when the key is not of the shape (rules_hash then hashes it, or refuses it).
+    bool parts_of(PyObject *key, uint64_t *part[2]) const {
+        PyTypeObject *type = Py_TYPE(key);
+        if ((type != &PyTuple_Type && type != &PyList_Type) || PySequence_Fast_GET_SIZE(key) != 2)
+            return false;
+        for (uint32_t n = 0; n < 2; n++) {
+            PyObject *value = PySequence_Fast_GET_ITEM(key, n);
+            const Column &column = rules.columns[n];
+            if (column.kind == kind_int) {
+                long long v;
+                if (Py_TYPE(value) != &PyLong_Type || !int_value(value, &v) || v < column.low ||
+                    v > column.high)
+                    return false;
+                *part[n] = uint64_t(v);
+            } else {
+                if (Py_TYPE(value) != &PyUnicode_Type || !PyUnicode_IS_COMPACT_ASCII(value))
+                    return false;
+                *part[n] = bf::hash_bytes(bf::kFormatVersion2, PyUnicode_DATA(value),
+                                          size_t(PyUnicode_GET_LENGTH(value)))
+                               .low;
+            }
+        }
+        return true;
+    }
+
+    int run(size_t begin, size_t n, uint64_t *lows) const {
+        constexpr size_t kLanes = bf::hash_lanes::kLanes;
+        uint64_t first[kLanes] = {}, second[kLanes] = {}, alone[kLanes], hashed[kLanes];
+        uint32_t apart = 0;  // lanes whose key rules_hash hashed
+        for (size_t j = 0; j < n; j++) {
+            const Py_ssize_t i = Py_ssize_t(begin + j);
+            if (i >= PySequence_Fast_GET_SIZE(keys)) return -1;
+            *failed = i;
+            PyObject *key = PySequence_Fast_GET_ITEM(keys, i);
+            uint64_t *part[2] = {&first[j], &second[j]};
+            if (!parts_of(key, part)) {
+                bf::KeyHash h;
+                if (rules_hash(rules, key, &h) != 0) return -1;
+                alone[j] = h.low;
+                apart |= 1u << j;
+            }
+        }
+        if (rules.columns[0].kind == kind_int) bf::hash_lanes::hash_words(first, first);
+        if (rules.columns[1].kind == kind_int) bf::hash_lanes::hash_words(second, second);
+        bf::hash_lanes::hash_pairs(first, second, hashed);
+        for (size_t j = 0; j < n; j++) lows[j] = (apart >> j) & 1 ? alone[j] : hashed[j];
+        return 0;
+    }
+};
+
+inline int hash_run(PairLanes &hash, size_t begin, size_t n, uint64_t *lows) {
+    return hash.run(begin, n, lows);
+}
+
 bool follower_ready(const FollowerCheck *self) {
     if (self->fallback != nullptr) return true;
     PyErr_SetString(PyExc_ValueError, "FollowerCheck.__init__ was not called");
@@ -1201,13 +1303,17 @@ PyObject *FollowerCheck_contains_many(FollowerCheck *self, PyObject *keys) {
     // Every key hashed by the rules the batch began with and checked in their copy; a key of
     // another type (rules_hash: -1, no error) or a change of rules seen after the last key hands
     // the batch to the method.
-    if (check_batch(checker, static_cast<const uint8_t *>(view.buf), count, found,
-                    [&rules, keys, &failed](Py_ssize_t i, bf::KeyHash *h) {
-                        // A key's conversion may run Python code, which may change a list.
-                        if (i >= PySequence_Fast_GET_SIZE(keys)) return -1;
-                        failed = i;
-                        return rules_hash(rules, PySequence_Fast_GET_ITEM(keys, i), h);
-                    }) != 0) {
+    if ((PairLanes::fits(rules)
+             ? check_batch(checker, static_cast<const uint8_t *>(view.buf), count, found,
+                           PairLanes{rules, keys, &failed})
+             : check_batch(checker, static_cast<const uint8_t *>(view.buf), count, found,
+                           [&rules, keys, &failed](Py_ssize_t i, bf::KeyHash *h) {
+                               // A key's conversion may run Python code, which may change a
+                               // list.
+                               if (i >= PySequence_Fast_GET_SIZE(keys)) return -1;
+                               failed = i;
+                               return rules_hash(rules, PySequence_Fast_GET_ITEM(keys, i), h);
+                           })) != 0) {
         // A conversion's error is the method's when the rules and bound it would use are these
         // and no later key is of another type: the method checks every key's type before it
         // converts any, and raises that key's error instead.
@@ -1297,6 +1403,14 @@ PyObject *batch_bmi2(PyObject *, PyObject *) {
 
 PyObject *set_batch_bmi2(PyObject *, PyObject *value) { return set_switch(&batch_bmi2_on, value); }
 
+PyObject *batch_lanes(PyObject *, PyObject *) {
+    return PyBool_FromLong(bf::hash_lanes::available());
+}
+
+PyObject *set_batch_lanes(PyObject *, PyObject *value) {
+    return set_switch(&batch_lanes_on, value);
+}
+
 // A full memory fence (std::atomic_thread_fence, seq_cst: mfence on x86-64, dmb ish on ARM64),
 // for bloomfilter.shared's sequence lock: a writer orders its writes to a shared mapping before
 // the sequence number's, and a reader its reads of the sequence number before the fields'.
@@ -1326,6 +1440,12 @@ PyMethodDef module_methods[] = {
     {"set_batch_bmi2", set_batch_bmi2, METH_O,
      "set_batch_bmi2(on): whether they may (True at import); returns the previous setting. For "
      "tests and measures side by side."},
+    {"batch_lanes", batch_lanes, METH_NOARGS,
+     "Whether a follower's batch of composite keys of two int or str columns is hashed eight "
+     "keys at a time in AVX-512 registers (this build and CPU have it)."},
+    {"set_batch_lanes", set_batch_lanes, METH_O,
+     "set_batch_lanes(on): whether such batches may be (True at import); returns the previous "
+     "setting. For tests and measures side by side."},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -328,6 +328,50 @@ def test_composite_batch_sorted_by_block_equals_python():
     assert checked._fast.contains_many(good) == python.contains_many(good) == expected
 
 
+PAIR_VALUES = {"text": lambda rng: rng.choice(["t%d" % rng.randrange(9000), "é%d" % rng.randrange(300),
+                                             "", "an email %d@mail.com" % rng.randrange(9000)]),
+               "integer": lambda rng: rng.randrange(-2 ** 31, 2 ** 31),
+               "smallint": lambda rng: rng.randrange(-2 ** 15, 2 ** 15),
+               "bigint": lambda rng: rng.choice([rng.randrange(-2 ** 63, 2 ** 63), rng.randrange(-9, 9)])}
+
+
+@pytest.mark.parametrize("columns", [("integer", "text"), ("text", "integer"), ("text", "text"),
+                                     ("bigint", "smallint"), ("text", "bigint")], ids="-".join)
+def test_composite_batch_in_lanes_equals_python(columns):
+    """A batch of composite keys of two int or str columns, sorted by block, hashed eight at a
+    time in AVX-512 registers where the CPU has them (FollowerCheck's PairLanes), and key by key
+    with them off: the Python method's answers, with keys of another shape among them (a str
+    not ASCII, a list, an int of 30 bits and more) hashed alone, in runs of every length; and its
+    errors, from a key refused anywhere in a run."""
+    rng = random.Random(7)
+    good = [tuple(PAIR_VALUES[c](rng) for c in columns) for _ in range(12000)]
+    good[5:13] = [list(key) for key in good[5:13]]
+    f = composite_filter([tuple(key) for key in good[::2]], capacity=300_000)
+    checked = follower(f, _Composite("t_bloom", list(columns)), max_lag=30.0)
+    python = follower(f, _Composite("t_bloom", list(columns)), max_lag=30.0)
+    python._fast = None
+    expected = [python.contains(key) for key in good]
+    assert 0.4 < sum(expected) / len(good) < 0.6
+    assert native.batch_lanes() is native.batch_registers()  # the same AVX-512 F and DQ
+    out_of_range = {"text": 1, "integer": 2 ** 31, "smallint": -2 ** 15 - 1, "bigint": 2 ** 63}
+    for lanes in (True, False):
+        was = native.set_batch_lanes(lanes)
+        try:
+            for count in (len(good), len(good) - 3, 4097):
+                assert checked._fast.contains_many(good[:count]) == expected[:count]
+                assert checked._fast.contains_many(tuple(good[-count:])) == expected[-count:]
+            for at in (0, 4000, 4003, 4007, len(good) - 1):
+                bad = list(good[at])
+                bad[at % 2] = out_of_range[columns[at % 2]]
+                keys = good[:at] + [tuple(bad)] + good[at:]
+                assert outcome(checked.contains_many, keys) == outcome(python.contains_many, keys)
+                assert isinstance(outcome(python.contains_many, keys), tuple)  # an error
+                assert checked._fast.contains_many(keys) is None
+        finally:
+            native.set_batch_lanes(was)
+        assert was is True
+
+
 def test_composite_key_dropped_during_its_conversion():
     """A composite key whose UUID column's conversion (Python code) drops the key from the
     batch's list: the batch holds the key until it is hashed. With Python's debug allocator a
