@@ -843,6 +843,16 @@ def without_registers(measure):
         _native_check.native.set_batch_registers(was)
 
 
+def without_lanes(measure):
+    """measure() with a follower's composite keys hashed one at a time in its batch, not eight
+    at a time in AVX-512 registers."""
+    was = _native_check.native.set_batch_lanes(False)
+    try:
+        return measure()
+    finally:
+        _native_check.native.set_batch_lanes(was)
+
+
 def speed(conn, rounds=ROUNDS):
     """Issue #44's figures, side by side in rounds whose order rotates: the SQL round trip
     (bloom_index_contains through pgbench -M prepared, 1 client, the Unix socket) against the
@@ -901,10 +911,12 @@ def speed(conn, rounds=ROUNDS):
     assert [composite.contains(p) for p in pair_sample] == pair_sql
     assert [composite._contains_python(p) for p in pair_sample] == pair_sql
     assert composite.contains_many(pair_sample) == pair_sql
+    assert without_lanes(lambda: composite.contains_many(pairs)) == composite.contains_many(pairs)
     print("keys: %d distinct texts of n, n random in [0, 2000000), present for n < 1000000 (%d present); "
           "composite keys (n, text of n) in pairs_bloom (id integer, email text); compiled block check: %s; "
-          "Filter's batch: %s" % (len(keys), sum(compiled.contains_many(keys)), _native_check.native.check_path(),
-                                  compiled._native.batch_path(len(keys))))
+          "Filter's batch: %s; composite keys hashed eight at a time: %s" % (
+              len(keys), sum(compiled.contains_many(keys)), _native_check.native.check_path(),
+              compiled._native.batch_path(len(keys)), _native_check.native.batch_lanes()))
     steps = {
         "sql": lambda: pgbench_us(QUERIES[0][1], LOOKUP_SECONDS) * 1e3,
         "Filter.contains": lambda: loop_ns(compiled.contains, keys, SPEED_SECONDS),
@@ -918,6 +930,8 @@ def speed(conn, rounds=ROUNDS):
         "IndexFollower.contains_many max_lag": lambda: batch_ns(bounded.contains_many, keys, SPEED_SECONDS),
         "IndexFollower.contains (id, email)": lambda: loop_ns(composite.contains, pairs, SPEED_SECONDS),
         "IndexFollower.contains_many (id, email)": lambda: batch_ns(composite.contains_many, pairs, SPEED_SECONDS),
+        "IndexFollower.contains_many (id, email), lanes off": lambda: without_lanes(
+            lambda: batch_ns(composite.contains_many, pairs, SPEED_SECONDS)),
         "Python method, IndexFollower": lambda: loop_ns(plain._contains_python, keys, SPEED_SECONDS),
         "Python method, IndexFollower max_lag": lambda: loop_ns(bounded._contains_python, keys, SPEED_SECONDS),
         "Python method, (id, email)": lambda: loop_ns(composite._contains_python, pairs, SPEED_SECONDS),
@@ -930,6 +944,8 @@ def speed(conn, rounds=ROUNDS):
     names = list(steps)
     if not _native_check.native.batch_registers():
         names.remove("Filter.contains_many, registers off")  # the same path as with them
+    if not _native_check.native.batch_lanes():
+        names.remove("IndexFollower.contains_many (id, email), lanes off")
     loop_ns(compiled.contains, keys, 0.3)  # warm-up
     pgbench_us(QUERIES[0][1], 2)
     figures = {name: [] for name in names}
@@ -981,6 +997,10 @@ def speed(conn, rounds=ROUNDS):
     if "Filter.contains_many, registers off" in figures:
         rows.append("speed) Filter.contains_many a key: registers off (sorted by region) / on (by block, AVX-512)|%.2f|-|-"
                     % ratio("Filter.contains_many, registers off", "Filter.contains_many"))
+    if "IndexFollower.contains_many (id, email), lanes off" in figures:
+        rows.append("speed) IndexFollower.contains_many (id, email) a key: lanes off (hashed one at a time) / on "
+                    "(eight at a time, AVX-512)|%.2f|-|-"
+                    % ratio("IndexFollower.contains_many (id, email), lanes off", "IndexFollower.contains_many (id, email)"))
     rows.append("speed) compiled Filter.contains / Filter.contains_many a key, keys all absent (the signup case)|%.2f|-|-"
                 % ratio("Filter.contains, absent keys", "Filter.contains_many, absent keys"))
     rows.append("speed) compiled Filter.contains / frozenset.__contains__ (the rbloom-like bound)|%.2f|-|-"
