@@ -963,7 +963,7 @@ def speed(conn, rounds=ROUNDS):
     print("medians of %d rounds (wall ns a check or a batch's key):" % rounds)
     for name in names:
         value = statistics.median(figures[name])
-        print("  %-40s %10.1f ns   SQL round trip / this: %7.1fx" % (name, value, ratio("sql", name)))
+        print("  %-52s %10.1f ns   SQL round trip / this: %7.1fx" % (name, value, ratio("sql", name)))
     for name in ("Filter.contains", "IndexFollower.contains", "IndexFollower.contains max_lag",
                  "IndexFollower.contains (id, email)"):
         row("speed) SQL round trip (bloom_index_contains, pgbench -M prepared, Unix socket) / %s, "
