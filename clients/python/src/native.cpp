@@ -1139,6 +1139,21 @@ int rules_hash(const Rules &rules, PyObject *key, bf::KeyHash *out) {
     return hash_key(rules.checker, key, out);
 }
 
+// A follower's batch's keys as check_batch hashes them: key i by rules_hash, `failed` set to it
+// first.
+struct RulesKeys {
+    const Rules &rules;
+    PyObject *keys;
+    Py_ssize_t *failed;  // the last key hashed, or being hashed
+
+    int operator()(Py_ssize_t i, bf::KeyHash *h) const {
+        // A key's conversion may run Python code, which may change a list.
+        if (i >= PySequence_Fast_GET_SIZE(keys)) return -1;
+        *failed = i;
+        return rules_hash(rules, PySequence_Fast_GET_ITEM(keys, i), h);
+    }
+};
+
 // Off (set_batch_lanes(False)): every key of a batch hashed alone, for tests and measures.
 bool batch_lanes_on = true;
 
@@ -1148,15 +1163,11 @@ bool batch_lanes_on = true;
 // run's int values and the keys' hashes (XXH3 of their two part hashes) in the lanes. A key of
 // another shape (a value of another type, a str not ASCII, an int out of its column's range) is
 // hashed alone by rules_hash, as every key is where the batch is not sorted (check_batch's
-// chunks: operator()). No Python code runs: the columns convert in C. On the bench's (id, email)
+// chunks: RulesKeys). No Python code runs: the columns convert in C. On the bench's (id, email)
 // keys (100,000 on a 3 MB value; batches in turn in one process, medians of 300 calls, four runs
 // on a busy machine) 18.3 to 23.5 ns a key against 21.1 to 26.1 key by key
 // (set_batch_lanes(False)).
-struct PairLanes {
-    const Rules &rules;
-    PyObject *keys;
-    Py_ssize_t *failed;  // the last key hashed, or being hashed
-
+struct PairLanes : RulesKeys {
     static bool fits(const Rules &rules) {
         if (!batch_lanes_on || rules.kind != kind_composite || rules.column_count != 2 ||
             !bf::hash_lanes::available())
@@ -1165,13 +1176,6 @@ struct PairLanes {
             if (rules.columns[n].kind != kind_int && rules.columns[n].kind != kind_str)
                 return false;
         return true;
-    }
-
-    int operator()(Py_ssize_t i, bf::KeyHash *h) const {
-        // A key's conversion may run Python code, which may change a list.
-        if (i >= PySequence_Fast_GET_SIZE(keys)) return -1;
-        *failed = i;
-        return rules_hash(rules, PySequence_Fast_GET_ITEM(keys, i), h);
     }
 
     // A key's two parts, as the lanes take them: an int column's value, a str column's part
@@ -1309,15 +1313,9 @@ PyObject *FollowerCheck_contains_many(FollowerCheck *self, PyObject *keys) {
     // the batch to the method.
     if ((PairLanes::fits(rules)
              ? check_batch(checker, static_cast<const uint8_t *>(view.buf), count, found,
-                           PairLanes{rules, keys, &failed})
+                           PairLanes{{rules, keys, &failed}})
              : check_batch(checker, static_cast<const uint8_t *>(view.buf), count, found,
-                           [&rules, keys, &failed](Py_ssize_t i, bf::KeyHash *h) {
-                               // A key's conversion may run Python code, which may change a
-                               // list.
-                               if (i >= PySequence_Fast_GET_SIZE(keys)) return -1;
-                               failed = i;
-                               return rules_hash(rules, PySequence_Fast_GET_ITEM(keys, i), h);
-                           })) != 0) {
+                           RulesKeys{rules, keys, &failed})) != 0) {
         // A conversion's error is the method's when the rules and bound it would use are these
         // and no later key is of another type: the method checks every key's type before it
         // converts any, and raises that key's error instead.
