@@ -2,13 +2,17 @@
 (Filter.contains and contains_many), the pure-Python one (both, NumPy's batch where importable)
 and an IndexFollower's (contains, in C where it can be, and contains_many), against SQL's
 bloom_contains, for keys of every type (text, bytea, bigint, uuid) in filters of format versions
-1 and 2 and in the values of a fixed-size index and of a grown (layered) one.
+1 and 2 and in the values of a fixed-size index and of a grown (layered) one; and an
+IndexFollower's of a two-column index (composite keys: (integer, text), (text, text),
+(text, bigint)), its batch with the eight-at-a-time hashing on and off, against
+bloom_index_contains(index, value1, value2).
 
-BLOOMFILTER_EQUALITY_KEYS keys are checked per type and format, half of them added (default
+BLOOMFILTER_EQUALITY_KEYS keys are checked per type (or pair of types) and format, half of them added (default
 40000; BLOOMFILTER_EQUALITY_KEYS=1000000 test/run-python.sh tests/test_equality.py for the full
 size)."""
 
 import os
+import random
 import uuid
 
 import pytest
@@ -84,3 +88,53 @@ def test_every_path_equals_sql(conn, dsn, kind):
         print("%s keys, %s: %d keys, %d found by SQL; compiled single and batch, pure-Python single and "
               "batch%s equal SQL" % (kind, name, len(keys), sum(sql),
                                      ", IndexFollower single and batch" if index else ""))
+
+
+# A column's values: make_keys's, or integers of the column's range.
+def column_values(kind, count, seed):
+    if kind == "integer":
+        rng = random.Random(seed)
+        return [rng.randrange(-2**31, 2**31) for _ in range(count)]
+    values = make_keys(kind, count, seed)
+    random.Random(seed).shuffle(values)  # pairs that are not in the order of either column
+    return values
+
+
+@pytest.mark.parametrize("columns", [("integer", "text"), ("text", "text"), ("text", "bigint")])
+def test_composite_follower_equals_sql(conn, dsn, columns):
+    half = KEYS // 2
+    present = list(zip(column_values(columns[0], half, 21), column_values(columns[1], half, 22)))
+    # Absent: each present key's first value with another's second, and keys of new values.
+    quarter = (KEYS - half) // 2
+    absent = list(zip([first for first, _ in present[:quarter]],
+                      [second for _, second in present[1:quarter + 1]]))
+    absent += zip(column_values(columns[0], KEYS - half - quarter, 23),
+                  column_values(columns[1], KEYS - half - quarter, 24))
+    keys = [key for pair in zip(present, absent) for key in pair]  # interleaved
+    first, second = ([key[n] for key in present] for n in (0, 1))
+    for name, options in (("fixed-size index", "capacity = %d, error_rate = 0.01, expansion = 0" % half),
+                          ("grown index", "capacity = %d, error_rate = 0.01, expansion = 2" % max(100, half // 40))):
+        table = "equality_%s" % uuid.uuid4().hex[:10]
+        conn.execute("CREATE TABLE %s (a %s NOT NULL, b %s NOT NULL)" % ((table,) + columns))
+        conn.execute("CREATE INDEX %s_bloom ON %s USING bloomfilter (a, b) WITH (%s)" % (table, table, options))
+        conn.execute("INSERT INTO %s SELECT * FROM unnest(%%s::%s[], %%s::%s[])" % ((table,) + columns),
+                     [first, second])
+        index = table + "_bloom"
+        (sql,) = conn.execute(
+            "SELECT array_agg(bloom_index_contains(%%s, a, b) ORDER BY n) "
+            "FROM unnest(%%s::%s[], %%s::%s[]) WITH ORDINALITY AS k(a, b, n)" % columns,
+            [index, [key[0] for key in keys], [key[1] for key in keys]]).fetchone()
+        assert all(sql[0::2]), "%s: SQL answers a key added absent" % name
+        assert not all(sql[1::2])
+        with IndexFollower(dsn, index, background=False, max_lag=3600) as follower:
+            assert list(map(follower.contains, keys)) == sql, (name, columns, "IndexFollower.contains")
+            assert follower.contains_many(keys) == sql, (name, columns, "IndexFollower.contains_many")
+            if _native_check.native is not None:
+                assert follower._fast.checks >= len(keys)  # answered in C
+                was = _native_check.native.set_batch_lanes(False)
+                try:
+                    assert follower.contains_many(keys) == sql, (name, columns, "contains_many, lanes off")
+                finally:
+                    _native_check.native.set_batch_lanes(was)
+        print("(%s, %s) keys, %s: %d keys, %d found by SQL; IndexFollower single and batch equal SQL"
+              % (columns + (name, len(keys), sum(sql))))
