@@ -7,9 +7,9 @@ IndexFollower's of a two-column index (composite keys: (integer, text), (text, t
 (text, bigint)), its batch with the eight-at-a-time hashing on and off, against
 bloom_index_contains(index, value1, value2).
 
-BLOOMFILTER_EQUALITY_KEYS keys are checked per type (or pair of types) and format, half of them added (default
-40000; BLOOMFILTER_EQUALITY_KEYS=1000000 test/run-python.sh tests/test_equality.py for the full
-size)."""
+BLOOMFILTER_EQUALITY_KEYS keys are checked per type (or pair of types) and format, half of them
+added (default 40000; BLOOMFILTER_EQUALITY_KEYS=1000000 test/run-python.sh tests/test_equality.py
+for the full size)."""
 
 import os
 import random
