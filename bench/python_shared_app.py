@@ -28,7 +28,7 @@ elif mode == "shared":
 # A full collection in every mode before the memory is read: it writes to the objects each worker
 # inherited from the master (their pages copied on write), in the baseline's workers as in the
 # others'. Without it, one that ran in a follower's workers and not in the baseline's would count
-# the heap it copied (about 5 MB a process) as the follower's.
+# the heap it copied (about 4 MB a process) as the follower's.
 import gc  # noqa: E402
 gc.collect()
 
