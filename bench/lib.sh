@@ -1,10 +1,17 @@
 # shellcheck shell=bash
-# Helpers of the benchmark scripts (bench/run.sh, bench/groupby.sh): statistics, comparisons
-# and timed queries. Source it; timed_queries needs sql() and bench/functions.sql.
+# Helpers of the benchmark scripts (bench/run.sh, bench/groupby.sh, bench/python_client.sh):
+# statistics, comparisons, timed queries and the CPU. Source it; timed_queries needs sql() and
+# bench/functions.sql.
 
 # median NUMBER...
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {
   if (NR == 0) exit 1; if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# cpu_line: the CPU's model and its vector extensions the checks use (a run's figures depend on
+# them: the batches' AVX-512 paths, the core's AVX2 and AVX-512 block checks).
+cpu_line() {
+  echo "CPU: $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1), flags:" \
+    "$(grep -o -w -e avx2 -e avx512f -e avx512dq /proc/cpuinfo 2>/dev/null | sort -u | xargs)"
+}
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 mb() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 # paired_ratios "A1 A2 ..." "B1 B2 ...": A1/B1, A2/B2, ... one a line.

@@ -43,6 +43,8 @@ done
 # The compiled check, built in place if it can be (without it its section says so).
 (cd clients/python && "$PYTHON" setup.py -q build_ext --inplace 2>&1 | grep -v BetaConfiguration) || true
 . bench/cluster.sh
+# shellcheck source=SCRIPTDIR/lib.sh
+source bench/lib.sh
 trap cluster_cleanup_all EXIT
 cluster_start python_bench "max_connections = 40"
 # PgBouncer's directory (bench/python_client.py starts one, as clients/python/tests/pgbouncer.py
@@ -55,6 +57,7 @@ SHARED_CAPACITY=${BENCH_SHARED_CAPACITY:-100000000}
 [[ $SHARED_CAPACITY =~ ^[1-9][0-9]*$ ]] || { echo "bench: BENCH_SHARED_CAPACITY must be a number" >&2; exit 1; }
 
 echo "machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
+cpu_line
 # The keys are text: the decimal digits of n, present for n < 1000000. pgbench's variables are
 # numbers, and in -M prepared it sends one as the text parameter $1, so the SQL lookups get the
 # same keys as Filter.contains, as an application would send them (a text parameter, no

@@ -536,8 +536,7 @@ printf 'core contains through each way of checking a block, forced: scalar %s, a
 echo "contains uses $chosen_path, $(sed -n 's/^core: contains checks blocks with [a-z0-9]*; //p' "$BUILD_DIR/core_bench.log")"
 printf 'core contains on the same keys in a format version 1 filter (XXH3-128, scalar loop): %.1f ns/op\n' \
   "${ns[BM_core_contains_v1]}"
-echo "CPU: $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1), flags:" \
-  "$(grep -o -w -e avx2 -e avx512f -e avx512dq /proc/cpuinfo 2>/dev/null | sort -u | xargs)"
+cpu_line
 row "d) core contains ns/op" "$(printf '%.1f' "${ns[BM_core_contains]}")" "<=" 25
 row "d) core contains / libbloom's check, same keys and p" \
   "$(ratio "${ns[BM_core_contains]}" "${ns[BM_libbloom_contains]}")" "<=" 0.33
