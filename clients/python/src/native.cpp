@@ -558,8 +558,8 @@ inline int hash_run(Hash &hash, size_t begin, size_t n, uint64_t *lows) {
 // not wait for it. A batch's key objects have pushed those lines out of the cache since the last
 // batch. On the 1.2 MB filter of bench/python_client.sh (AMD EPYC, Zen 3, no AVX-512; 100,000
 // keys; builds with and without side by side in one process, batches in turn, five runs), a key
-// of Filter.contains_many took 0.78 to 0.90 of its time without, an IndexFollower's 0.86 to
-// 0.89, a composite key's 0.90 to 0.97; 64 or 256 bytes ahead did no better.
+// of Filter.contains_many took 0.77 to 0.89 of its time without, an IndexFollower's 0.86 to
+// 0.89, a composite key's 0.90 to 0.95; 64 or 256 bytes ahead did no better.
 constexpr size_t kScatterAheadBytes = 128;
 
 // The batch's keys hashed by hash_run() into lows, counted by bucket (their region, or with
