@@ -556,10 +556,11 @@ inline int hash_run(Hash &hash, size_t begin, size_t n, uint64_t *lows) {
 // The sort's scatter writes each bucket's keys in a run of its own, in sorted and slots: each
 // key asks for the line its bucket's run reaches kScatterAheadBytes on, so that the write does
 // not wait for it. A batch's key objects have pushed those lines out of the cache since the last
-// batch. On the 1.2 MB filter of bench/python_client.sh (AMD EPYC, Zen 3, no AVX-512; 100,000
-// keys; builds with and without side by side in one process, batches in turn, five runs), a key
-// of Filter.contains_many took 0.77 to 0.89 of its time without, an IndexFollower's 0.86 to
-// 0.89, a composite key's 0.90 to 0.95; 64 or 256 bytes ahead did no better.
+// batch. On the 1.2 MB filter of bench/python_client.sh (AMD EPYC, Zen 3, no AVX-512: the
+// regions path; 100,000 keys; builds with and without side by side in one process, batches in
+// turn), a key of Filter.contains_many took 0.77 to 0.89 of its time without (five runs), an
+// IndexFollower's 0.86 to 0.89 (two), a composite key's 0.90 to 0.95 (three); 64 or 256 bytes
+// ahead did no better. The registers path shares the scatter; it was not measured with it.
 constexpr size_t kScatterAheadBytes = 128;
 
 // The batch's keys hashed by hash_run() into lows, counted by bucket (their region, or with
